@@ -1,0 +1,175 @@
+#include "bench/tidegate_bench/bench_options.h"
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+
+#include "core/config.h"
+#include "core/types.h"
+
+namespace tidegate::bench {
+
+namespace {
+
+Status integer_flag(const std::string& flag, const char* text, int64_t min, int64_t max,
+                    int64_t* out) {
+  char* end = nullptr;
+  errno = 0;
+  long long value = std::strtoll(text, &end, 10);
+  if (*text == '\0' || *end != '\0' || errno != 0 || value < min || value > max) {
+    return config_error(flag + " '" + text + "' must be an integer in [" + std::to_string(min) +
+                        ", " + std::to_string(max) + "]");
+  }
+  *out = value;
+  return Status::ok();
+}
+
+Status bytes_flag(const std::string& flag, const char* text, int64_t* out) {
+  if (!parse_byte_size(text, out)) {
+    return config_error(flag + " '" + text + "' is not a byte size such as 8, 64K, 1M or 1G");
+  }
+  return Status::ok();
+}
+
+Status parse_op(const std::string& text, tidegate_reduce_op_t* op) {
+  for (tidegate_reduce_op_t candidate :
+       {TIDEGATE_SUM, TIDEGATE_PROD, TIDEGATE_MIN, TIDEGATE_MAX, TIDEGATE_AVG}) {
+    if (text == reduce_op_name(candidate)) {
+      *op = candidate;
+      return Status::ok();
+    }
+  }
+  return config_error("-o '" + text + "' must be sum, prod, min, max or avg");
+}
+
+// nccl-tests' names ("float", "half", "int") are accepted besides tidegate's.
+Status parse_dtype(const std::string& text, tidegate_dtype_t* dtype) {
+  static const struct {
+    const char* name;
+    tidegate_dtype_t dtype;
+  } kNames[] = {
+      {"float", TIDEGATE_FLOAT32},     {"float32", TIDEGATE_FLOAT32}, {"double", TIDEGATE_FLOAT64},
+      {"float64", TIDEGATE_FLOAT64},   {"half", TIDEGATE_FLOAT16},    {"float16", TIDEGATE_FLOAT16},
+      {"bfloat16", TIDEGATE_BFLOAT16}, {"int32", TIDEGATE_INT32},     {"int", TIDEGATE_INT32},
+      {"int64", TIDEGATE_INT64},       {"uint8", TIDEGATE_UINT8}};
+  for (const auto& entry : kNames) {
+    if (text == entry.name) {
+      *dtype = entry.dtype;
+      return Status::ok();
+    }
+  }
+  return config_error("-d '" + text +
+                      "' must be float, double, half, bfloat16, int32, int64 or uint8");
+}
+
+}  // namespace
+
+const char* bench_usage() {
+  return "usage: tidegate-bench [options]\n"
+         "  under mpirun:        mpirun -np 4 tidegate-bench -b 1K -e 64M --baseline mpi\n"
+         "  under tidegate-run:  tidegate-run -n 4 -- tidegate-bench -b 1K -e 64M\n"
+         "\n"
+         "  -b BYTES        smallest size (8)          -e BYTES   largest size (64M)\n"
+         "  -f FACTOR       size multiplier (2)        -i BYTES   size increment instead of -f\n"
+         "  -n ITERS        timed iterations (20)      -w ITERS   warm-up iterations (5)\n"
+         "  -c 0|1          check results (1)          -o OP      sum|prod|min|max|avg (sum)\n"
+         "  -d TYPE         float|double|half|bfloat16|int32|int64|uint8 (float)\n"
+         "  -C COLLECTIVE   allreduce|reduce_scatter|allgather|allgatherv|broadcast|alltoallv\n"
+         "  -r ROOT         broadcast root (0)         -I 0|1     also time in place (1)\n"
+         "  --transport T   transport (sets TIDEGATE_TRANSPORT; e.g. tcp)\n"
+         "  --algo A        force the algorithm (sets TIDEGATE_ALGO=<collective>=A)\n"
+         "  --json FILE     write one JSON object per row to FILE (rank 0)\n"
+         "  --baseline mpi  also time the matching MPI collective on the same buffers\n"
+         "  --bootstrap auto|env|mpi  how ranks meet: env = tidegate-run's variables,\n"
+         "                  mpi = MPI_Init + tidegate_comm_create_from_mpi (auto: env when\n"
+         "                  TIDEGATE_RANK is set, else mpi when built with MPI)\n"
+         "\n"
+         "Time: for each iteration, a barrier, then the collective timed on every rank; the\n"
+         "row shows the median over iterations of the slowest rank's time. algbw = size/time;\n"
+         "busbw = algbw x the collective's factor (nccl-tests): allreduce 2(n-1)/n,\n"
+         "reduce_scatter, allgather(v) and alltoallv (n-1)/n, broadcast 1.\n";
+}
+
+namespace {
+
+// Flags that take a named value (everything but the numeric ones).
+Status parse_word_flag(const std::string& flag, const char* value, BenchOptions* o, bool* known) {
+  *known = true;
+  if (flag == "-o") return parse_op(value, &o->op);
+  if (flag == "-d") return parse_dtype(value, &o->dtype);
+  if (flag == "-C") {
+    if (parse_collective(value, &o->collective)) return Status::ok();
+    return config_error(std::string("-C '") + value + "' is not a collective this tool runs");
+  }
+  if (flag == "--transport")
+    o->transport = value;
+  else if (flag == "--algo")
+    o->algo = value;
+  else if (flag == "--json")
+    o->json_path = value;
+  else if (flag == "--baseline") {
+    if (std::strcmp(value, "mpi") != 0 && std::strcmp(value, "none") != 0) {
+      return config_error("--baseline must be mpi or none");
+    }
+    o->baseline_mpi = std::strcmp(value, "mpi") == 0;
+  } else if (flag == "--bootstrap") {
+    if (std::strcmp(value, "auto") == 0)
+      o->bootstrap = Bootstrap::kAuto;
+    else if (std::strcmp(value, "env") == 0)
+      o->bootstrap = Bootstrap::kEnv;
+    else if (std::strcmp(value, "mpi") == 0)
+      o->bootstrap = Bootstrap::kMpi;
+    else
+      return config_error("--bootstrap must be auto, env or mpi");
+  } else {
+    *known = false;
+  }
+  return Status::ok();
+}
+
+// Flags that take a number or a byte size.
+Status parse_number_flag(const std::string& flag, const char* value, BenchOptions* o, bool* known) {
+  *known = true;
+  int64_t n = 0;
+  if (flag == "-b") return bytes_flag(flag, value, &o->min_bytes);
+  if (flag == "-e") return bytes_flag(flag, value, &o->max_bytes);
+  if (flag == "-i") return bytes_flag(flag, value, &o->step_bytes);
+  if (flag == "-f") return integer_flag(flag, value, 2, 1 << 20, &o->step_factor);
+  if (flag == "-n" || flag == "-w" || flag == "-r") {
+    TG_RETURN_IF_ERROR(integer_flag(flag, value, flag == "-n" ? 1 : 0, 1 << 20, &n));
+    (flag == "-n" ? o->iters : flag == "-w" ? o->warmup : o->root) = static_cast<int>(n);
+    return Status::ok();
+  }
+  if (flag == "-c" || flag == "-I") {
+    TG_RETURN_IF_ERROR(integer_flag(flag, value, 0, 1, &n));
+    (flag == "-c" ? o->check : o->in_place) = n != 0;
+    return Status::ok();
+  }
+  *known = false;
+  return Status::ok();
+}
+
+}  // namespace
+
+Status parse_bench_options(int argc, char** argv, BenchOptions* options, bool* help) {
+  BenchOptions o;
+  *help = false;
+  for (int i = 1; i < argc; ++i) {
+    const std::string flag = argv[i];
+    if (flag == "-h" || flag == "--help") {
+      *help = true;
+      return Status::ok();
+    }
+    if (i + 1 >= argc) return config_error("unknown option or missing value: '" + flag + "'");
+    const char* value = argv[++i];
+    bool known = false;
+    TG_RETURN_IF_ERROR(parse_number_flag(flag, value, &o, &known));
+    if (!known) TG_RETURN_IF_ERROR(parse_word_flag(flag, value, &o, &known));
+    if (!known) return config_error("unknown option '" + flag + "'");
+  }
+  if (o.max_bytes < o.min_bytes) return config_error("-e must not be smaller than -b");
+  *options = o;
+  return Status::ok();
+}
+
+}  // namespace tidegate::bench

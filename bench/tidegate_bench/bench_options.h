@@ -1,0 +1,40 @@
+// Command line of tidegate-bench: the nccl-tests flags (-b -e -f -i -n -w -c -o -d) plus the
+// collective (-C), the transport and algorithm, JSON output, the MPI baseline and how the
+// ranks find each other.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "bench/tidegate_bench/bench_case.h"
+#include "core/status.h"
+
+namespace tidegate::bench {
+
+enum class Bootstrap { kAuto, kEnv, kMpi };
+
+struct BenchOptions {
+  int64_t min_bytes = 8;                           // -b
+  int64_t max_bytes = 64 << 20;                    // -e
+  int64_t step_factor = 2;                         // -f: multiply the size by this (when -i is 0)
+  int64_t step_bytes = 0;                          // -i: add this to the size instead
+  int iters = 20;                                  // -n
+  int warmup = 5;                                  // -w
+  bool check = true;                               // -c 0|1
+  tidegate_reduce_op_t op = TIDEGATE_SUM;          // -o
+  tidegate_dtype_t dtype = TIDEGATE_FLOAT32;       // -d
+  Collective collective = Collective::kAllreduce;  // -C
+  int root = 0;                                    // -r (broadcast)
+  bool in_place = true;       // -I 0|1: also time the in-place variant where one exists
+  std::string transport;      // --transport ("" = library default)
+  std::string algo;           // --algo ("" = the library's size rule)
+  std::string json_path;      // --json
+  bool baseline_mpi = false;  // --baseline mpi
+  Bootstrap bootstrap = Bootstrap::kAuto;  // --bootstrap
+};
+
+// Parses argv; sets *help for -h. CONFIG error naming the bad flag.
+Status parse_bench_options(int argc, char** argv, BenchOptions* options, bool* help);
+const char* bench_usage();
+
+}  // namespace tidegate::bench

@@ -1,0 +1,190 @@
+// tidegate-bench: nccl-tests style benchmark of tidegate's collectives, optionally against the
+// matching MPI collective on the same buffers in the same run.
+//
+//   mpirun -np 4 tidegate-bench -b 1K -e 64M --baseline mpi
+//   tidegate-run -n 4 -- tidegate-bench -b 1K -e 64M -c 1
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "bench/tidegate_bench/bench_case.h"
+#include "bench/tidegate_bench/bench_options.h"
+#include "bench/tidegate_bench/introspect.h"
+#include "bench/tidegate_bench/mpi_support.h"
+#include "bench/tidegate_bench/report.h"
+#include "bench/tidegate_bench/timing.h"
+
+namespace tidegate::bench {
+namespace {
+
+struct Session {
+  tidegate_comm_t comm = nullptr;
+  bool mpi = false;
+  int rank = 0;
+  int size = 1;
+};
+
+// Reads the launcher's environment only to decide how to bootstrap (the library reads its own
+// configuration itself): TIDEGATE_RANK means tidegate-run started us.
+bool use_mpi(const BenchOptions& options) {
+  if (options.bootstrap != Bootstrap::kAuto) return options.bootstrap == Bootstrap::kMpi;
+  return std::getenv("TIDEGATE_RANK") == nullptr && mpi::built();
+}
+
+// --transport and --algo become the library's configuration variables before the
+// communicator reads them at creation.
+void apply_library_overrides(const BenchOptions& options) {
+  if (!options.transport.empty()) setenv("TIDEGATE_TRANSPORT", options.transport.c_str(), 1);
+  if (!options.algo.empty()) {
+    const std::string forced = std::string(traits(options.collective).name) + "=" + options.algo;
+    setenv("TIDEGATE_ALGO", forced.c_str(), 1);
+  }
+}
+
+Status start_session(const BenchOptions& options, int* argc, char*** argv, Session* s) {
+  apply_library_overrides(options);
+  s->mpi = use_mpi(options);
+  if (options.baseline_mpi && !s->mpi) {
+    return config_error("--baseline mpi needs MPI: run under mpirun (and a build with MPI)");
+  }
+  if (s->mpi) {
+    TG_RETURN_IF_ERROR(mpi::init(argc, argv));
+    TG_RETURN_IF_ERROR(mpi::create_comm(&s->comm));
+  } else {
+    TG_RETURN_IF_ERROR(
+        from_tidegate(tidegate_comm_create_from_env(&s->comm), "tidegate_comm_create_from_env"));
+  }
+  TG_RETURN_IF_ERROR(from_tidegate(tidegate_comm_rank(s->comm, &s->rank), "tidegate_comm_rank"));
+  TG_RETURN_IF_ERROR(from_tidegate(tidegate_comm_size(s->comm, &s->size), "tidegate_comm_size"));
+  if (options.root >= s->size)
+    return config_error("-r " + std::to_string(options.root) + " is not a rank");
+  return Status::ok();
+}
+
+// Sum of the ranks' wrong-element counts, plus the number of ranks whose output is not
+// bitwise identical to rank 0's (for collectives whose output is the same everywhere).
+Status global_wrong(const Session& s, const BenchCase& c, int64_t* wrong) {
+  int64_t local = c.count_wrong();
+  tidegate_tensor_t t = tidegate_host_tensor(&local, 1, TIDEGATE_INT64);
+  TG_RETURN_IF_ERROR(
+      from_tidegate(tidegate_allreduce(s.comm, &t, &t, TIDEGATE_SUM), "allreduce of #wrong"));
+  *wrong = local;
+  if (!traits(c.collective()).identical_output) return Status::ok();
+  int64_t hash = static_cast<int64_t>(c.output_hash());
+  std::vector<int64_t> hashes(static_cast<size_t>(s.size));
+  tidegate_tensor_t in = tidegate_host_tensor(&hash, 1, TIDEGATE_INT64);
+  tidegate_tensor_t out = tidegate_host_tensor(hashes.data(), s.size, TIDEGATE_INT64);
+  TG_RETURN_IF_ERROR(
+      from_tidegate(tidegate_allgather(s.comm, &in, &out), "allgather of output hashes"));
+  for (int64_t h : hashes) *wrong += h != hashes[0] ? 1 : 0;
+  return Status::ok();
+}
+
+Status time_tidegate(const BenchOptions& o, const Session& s, BenchCase& c, bool in_place,
+                     Measurement* m) {
+  TimedLoop loop;
+  loop.barrier = [&] { return from_tidegate(tidegate_barrier(s.comm), "tidegate_barrier"); };
+  if (in_place) loop.prepare = [&] { c.prepare_in_place(); };
+  loop.operation = [&] {
+    return from_tidegate(c.run(s.comm, in_place), traits(c.collective()).name);
+  };
+  std::vector<double> seconds;
+  TG_RETURN_IF_ERROR(run_timed(loop, o.warmup, o.iters, &seconds));
+  double median = 0;
+  TG_RETURN_IF_ERROR(slowest_rank_median(s.comm, seconds, &median));
+  int64_t wrong = -1;
+  if (o.check) TG_RETURN_IF_ERROR(global_wrong(s, c, &wrong));
+  *m = measure(c.bytes(), median, busbw_factor(c.collective(), s.size), wrong);
+  return Status::ok();
+}
+
+Status time_mpi(const BenchOptions& o, const Session& s, BenchCase& c, Measurement* m) {
+  TimedLoop loop;
+  loop.barrier = [] { return mpi::barrier(); };
+  loop.operation = [&] { return mpi::run(c); };
+  std::vector<double> seconds;
+  TG_RETURN_IF_ERROR(run_timed(loop, o.warmup, o.iters, &seconds));
+  double median = 0;
+  TG_RETURN_IF_ERROR(slowest_rank_median(s.comm, seconds, &median));
+  *m = measure(c.bytes(), median, busbw_factor(c.collective(), s.size), -1);
+  return Status::ok();
+}
+
+Status bench_one_size(const BenchOptions& o, const Session& s, int64_t bytes, Row* row) {
+  BenchCase c(o.collective, o.dtype, o.op, o.root, s.rank, s.size, bytes);
+  c.fill();
+  row->bytes = c.bytes();
+  row->count = c.count();
+  row->algo = planned_algorithm(s.comm, c);
+  TG_RETURN_IF_ERROR(time_tidegate(o, s, c, false, &row->out_of_place));
+  if (o.in_place && traits(o.collective).has_in_place) {
+    TG_RETURN_IF_ERROR(time_tidegate(o, s, c, true, &row->in_place));
+  }
+  if (o.baseline_mpi) {
+    if (mpi::supports(c, &row->baseline_note))
+      TG_RETURN_IF_ERROR(time_mpi(o, s, c, &row->baseline));
+  }
+  return Status::ok();
+}
+
+std::vector<int64_t> sizes(const BenchOptions& o) {
+  std::vector<int64_t> list;
+  const int64_t elem = static_cast<int64_t>(tidegate_dtype_size(o.dtype));
+  for (int64_t b = o.min_bytes; b <= o.max_bytes;) {
+    list.push_back(b);
+    int64_t next = o.step_bytes > 0 ? b + o.step_bytes : b * o.step_factor;
+    b = next > b ? next : b + elem;  // from 0, step by one element
+  }
+  return list;
+}
+
+Status run_bench(const BenchOptions& o, const Session& s, int64_t* wrong) {
+  Reporter reporter(o, s.size, transport_name(s.comm));
+  if (s.rank == 0) {
+    if (!o.json_path.empty()) TG_RETURN_IF_ERROR(reporter.open_json(o.json_path));
+    reporter.print_header();
+  }
+  for (int64_t bytes : sizes(o)) {
+    Row row;
+    TG_RETURN_IF_ERROR(
+        bench_one_size(o, s, bytes, &row).with_context(std::to_string(bytes) + " bytes: "));
+    if (s.rank == 0) reporter.add_row(row);
+  }
+  *wrong = s.rank == 0 ? reporter.print_footer() : 0;
+  return Status::ok();
+}
+
+[[noreturn]] void fail(const Session& s, const Status& st) {
+  std::fprintf(stderr, "tidegate-bench: rank %d: %s\n", s.rank, st.to_string().c_str());
+  std::fflush(stderr);
+  // Under mpirun the other ranks may be blocked in MPI: only MPI_Abort ends them. Under
+  // tidegate-run, our exit makes the launcher stop them.
+  if (s.mpi) mpi::abort_job(1);
+  std::exit(1);
+}
+
+}  // namespace
+}  // namespace tidegate::bench
+
+int main(int argc, char** argv) {
+  using namespace tidegate::bench;
+  BenchOptions options;
+  bool help = false;
+  tidegate::Status st = parse_bench_options(argc, argv, &options, &help);
+  if (help || !st.is_ok()) {
+    if (!st.is_ok()) std::fprintf(stderr, "tidegate-bench: %s\n\n", st.message().c_str());
+    std::fputs(bench_usage(), help ? stdout : stderr);
+    return help ? 0 : 2;
+  }
+  Session session;
+  st = start_session(options, &argc, &argv, &session);
+  if (!st.is_ok()) fail(session, st);
+  int64_t wrong = 0;
+  st = run_bench(options, session, &wrong);
+  if (!st.is_ok()) fail(session, st);
+  st = from_tidegate(tidegate_comm_destroy(session.comm), "tidegate_comm_destroy");
+  if (!st.is_ok()) fail(session, st);
+  if (session.mpi) mpi::finalize();
+  return wrong == 0 ? 0 : 1;
+}

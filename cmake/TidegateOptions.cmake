@@ -1,0 +1,114 @@
+# tidegate_dependency(NAME description): declares TIDEGATE_WITH_<NAME> = AUTO|ON|OFF, looks for
+# the dependency, and sets TIDEGATE_HAVE_<NAME> (TRUE when it will be used). AUTO prints a status
+# line when the dependency is missing; ON makes a missing dependency a configure error.
+function(tidegate_find_dependency NAME OUT)
+  set(found FALSE)
+  if(NAME STREQUAL "MPI")
+    find_package(MPI COMPONENTS C QUIET)
+    if(MPI_C_FOUND)
+      set(found TRUE)
+    endif()
+  elseif(NAME STREQUAL "UCX")
+    find_package(ucx QUIET)
+    if(ucx_FOUND)
+      set(found TRUE)
+    endif()
+  elseif(NAME STREQUAL "CUDA")
+    include(CheckLanguage)
+    check_language(CUDA)
+    find_package(CUDAToolkit QUIET)
+    if(CMAKE_CUDA_COMPILER AND CUDAToolkit_FOUND)
+      set(found TRUE)
+    endif()
+  elseif(NAME STREQUAL "NCCL")
+    find_package(CUDAToolkit QUIET)
+    find_path(NCCL_INCLUDE_DIR nccl.h HINTS ${CUDAToolkit_INCLUDE_DIRS} /usr/local/cuda/include)
+    find_library(NCCL_LIBRARY nccl HINTS ${CUDAToolkit_LIBRARY_DIR} /usr/local/cuda/lib64)
+    if(NCCL_INCLUDE_DIR AND NCCL_LIBRARY AND CUDAToolkit_FOUND)
+      set(found TRUE)
+    endif()
+  elseif(NAME STREQUAL "PYTORCH")
+    find_package(Torch QUIET)
+    if(Torch_FOUND)
+      set(found TRUE)
+    endif()
+  endif()
+  set(${OUT} ${found} PARENT_SCOPE)
+endfunction()
+
+function(tidegate_dependency NAME DESCRIPTION)
+  set(TIDEGATE_WITH_${NAME} AUTO CACHE STRING "Use ${DESCRIPTION}: AUTO, ON or OFF")
+  set_property(CACHE TIDEGATE_WITH_${NAME} PROPERTY STRINGS AUTO ON OFF)
+  set(mode ${TIDEGATE_WITH_${NAME}})
+  if(NOT mode MATCHES "^(AUTO|ON|OFF)$")
+    message(FATAL_ERROR "TIDEGATE_WITH_${NAME}=${mode}: must be AUTO, ON or OFF")
+  endif()
+  set(have FALSE)
+  if(NOT mode STREQUAL "OFF")
+    tidegate_find_dependency(${NAME} found)
+    if(found)
+      set(have TRUE)
+      message(STATUS "tidegate: ${NAME} found: building ${DESCRIPTION}")
+    elseif(mode STREQUAL "ON")
+      message(FATAL_ERROR "tidegate: TIDEGATE_WITH_${NAME}=ON but ${NAME} was not found (${DESCRIPTION}); "
+                          "install it (./run.sh setup) or configure with -DTIDEGATE_WITH_${NAME}=OFF")
+    else()
+      message(STATUS "tidegate: ${NAME} not found: building without ${DESCRIPTION}")
+    endif()
+  else()
+    message(STATUS "tidegate: ${NAME} disabled (TIDEGATE_WITH_${NAME}=OFF)")
+  endif()
+  set(TIDEGATE_HAVE_${NAME} ${have} CACHE INTERNAL "")
+endfunction()
+
+# tidegate_register_transport(name factory_function target): links the transport's object
+# target into libtidegate and adds it to the generated transport table.
+function(tidegate_register_transport NAME FACTORY TARGET)
+  set(TIDEGATE_TRANSPORTS ${TIDEGATE_TRANSPORTS} "${NAME}:${FACTORY}" CACHE INTERNAL "")
+  tidegate_add_component(${TARGET})
+endfunction()
+
+# tidegate_add_component(target): an OBJECT library whose objects join libtidegate (optional
+# parts such as the MPI bootstrap); its PUBLIC link libraries become libtidegate's.
+function(tidegate_add_component TARGET)
+  set(TIDEGATE_TRANSPORT_TARGETS ${TIDEGATE_TRANSPORT_TARGETS} ${TARGET} CACHE INTERNAL "")
+endfunction()
+
+# Builds, from the core objects plus every registered transport's objects:
+#   tidegate_shared   -> libtidegate.so, exported as tidegate::tidegate
+#   tidegate_internal -> a static archive for tests and tools that need internal classes
+function(tidegate_add_library_targets)
+  add_library(tidegate_shared SHARED)
+  add_library(tidegate::tidegate ALIAS tidegate_shared)
+  set_target_properties(tidegate_shared PROPERTIES OUTPUT_NAME tidegate EXPORT_NAME tidegate
+                        VERSION ${PROJECT_VERSION} SOVERSION ${PROJECT_VERSION_MAJOR})
+  target_include_directories(tidegate_shared PUBLIC
+    $<BUILD_INTERFACE:${PROJECT_SOURCE_DIR}/include> $<INSTALL_INTERFACE:${CMAKE_INSTALL_INCLUDEDIR}>)
+  add_library(tidegate_internal STATIC)
+  target_include_directories(tidegate_internal PUBLIC ${PROJECT_SOURCE_DIR}/include ${PROJECT_SOURCE_DIR}/src
+                             ${PROJECT_SOURCE_DIR} ${PROJECT_BINARY_DIR}/generated)
+  # Linking an object library adds its objects and its usage requirements (MPI, UCX, ...).
+  target_link_libraries(tidegate_shared PRIVATE tidegate ${TIDEGATE_TRANSPORT_TARGETS})
+  target_link_libraries(tidegate_internal PUBLIC tidegate ${TIDEGATE_TRANSPORT_TARGETS}
+                        OpenSSL::Crypto Threads::Threads)
+endfunction()
+
+set(TIDEGATE_TRANSPORT_TARGETS "" CACHE INTERNAL "")
+
+function(tidegate_write_transport_table)
+  set(decls "")
+  set(rows "")
+  foreach(entry ${TIDEGATE_TRANSPORTS})
+    string(REPLACE ":" ";" parts ${entry})
+    list(GET parts 0 name)
+    list(GET parts 1 factory)
+    string(APPEND decls "Status ${factory}(const TransportContext&, std::unique_ptr<Transport>*);\n")
+    string(APPEND rows "      {\"${name}\", &${factory}},\n")
+  endforeach()
+  file(WRITE ${CMAKE_BINARY_DIR}/generated/transport_table.inc.tmp
+       "// Generated by CMake from tidegate_register_transport() calls. Do not edit.\n"
+       "namespace tidegate {\n${decls}}\n#define TIDEGATE_TRANSPORT_ROWS \\\n${rows}\n")
+  # Rewrite only on change so the registry is not rebuilt every configure.
+  file(COPY_FILE ${CMAKE_BINARY_DIR}/generated/transport_table.inc.tmp
+       ${CMAKE_BINARY_DIR}/generated/transport_table.inc ONLY_IF_DIFFERENT)
+endfunction()

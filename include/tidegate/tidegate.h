@@ -1,0 +1,354 @@
+/*
+ * tidegate.h - the stable C API of tidegate.
+ *
+ * tidegate synchronises gradients across the ranks of a data-parallel job. This header is the
+ * whole public C surface: opaque handles, status codes, tensor views and collectives. It is
+ * usable from C99, C++ and any language with a C FFI; it includes no third-party header.
+ *
+ * Conventions that hold for every function below unless its comment says otherwise:
+ *   - Functions return a tidegate_status_t. TIDEGATE_OK means success. On any other code a
+ *     human-readable explanation (what happened, on which rank and op, and what to do) is
+ *     available from tidegate_last_error() on the calling thread until its next tidegate call.
+ *   - Output pointers are written only on success.
+ *   - Handles are owned by the caller and released with the matching destroy/free function.
+ *   - Collectives on one communicator must be posted in the same order on every rank (like MPI
+ *     and NCCL). Posting is thread-safe, but the order across threads is the order the calls
+ *     take the communicator's lock, so a program that posts from several threads must itself
+ *     make that order identical on every rank.
+ *   - Element counts are 64-bit: tensors may exceed 2^31 elements.
+ */
+#ifndef TIDEGATE_TIDEGATE_H
+#define TIDEGATE_TIDEGATE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(__GNUC__)
+#define TIDEGATE_API __attribute__((visibility("default")))
+#else
+#define TIDEGATE_API
+#endif
+
+/* ------------------------------------------------------------------------------------------ */
+/* Status codes                                                                                */
+/* ------------------------------------------------------------------------------------------ */
+
+/** Result of every tidegate call. Values are part of the ABI and never renumbered. */
+typedef enum tidegate_status {
+  TIDEGATE_OK = 0,
+  /** The call's own arguments are invalid (null handle, negative count, unknown enum, ...). */
+  TIDEGATE_ERR_INVALID_ARGUMENT = 1,
+  /** Ranks posted collectives that do not match (count, dtype, op, kind or order differ). */
+  TIDEGATE_ERR_MISMATCH = 2,
+  /** A deadline passed: a peer did not answer, or a wait's own timeout elapsed. */
+  TIDEGATE_ERR_TIMEOUT = 3,
+  /** A peer closed its connection, died, or reported an error of its own. */
+  TIDEGATE_ERR_PEER_FAILED = 4,
+  /** Authentication with the job secret failed, or no secret is configured. */
+  TIDEGATE_ERR_AUTH = 5,
+  /** A peer sent bytes that are not a valid tidegate message (bad magic, length, version). */
+  TIDEGATE_ERR_PROTOCOL = 6,
+  /** The request needs a feature this build or this transport does not have. */
+  TIDEGATE_ERR_UNSUPPORTED = 7,
+  /** Memory could not be allocated. */
+  TIDEGATE_ERR_NO_MEMORY = 8,
+  /** The communicator was aborted (locally or by a peer) and must be destroyed. */
+  TIDEGATE_ERR_ABORTED = 9,
+  /** An operating-system call failed (socket, bind, fork, ...); the message names it. */
+  TIDEGATE_ERR_SYSTEM = 10,
+  /** Configuration (environment variable or TIDEGATE_TUNE string) is malformed. */
+  TIDEGATE_ERR_CONFIG = 11,
+  /** A bug in tidegate itself; please report it with the message. */
+  TIDEGATE_ERR_INTERNAL = 12,
+  /** Not an error: a non-blocking request has not finished yet (see tidegate_request_wait). */
+  TIDEGATE_IN_PROGRESS = 13
+} tidegate_status_t;
+
+/** Short, static, English name of a status code ("timeout", ...). Never NULL; thread-safe. */
+TIDEGATE_API const char* tidegate_status_string(tidegate_status_t status);
+
+/**
+ * Detailed message of the most recent failed tidegate call on this thread (empty string when
+ * the last call succeeded). The pointer stays valid until the next tidegate call on the same
+ * thread. Thread-safe (thread-local storage).
+ */
+TIDEGATE_API const char* tidegate_last_error(void);
+
+/** Library version as "MAJOR.MINOR.PATCH". Static string; thread-safe. */
+TIDEGATE_API const char* tidegate_version(void);
+
+/* ------------------------------------------------------------------------------------------ */
+/* Tensors                                                                                     */
+/* ------------------------------------------------------------------------------------------ */
+
+/** Element types. Values are part of the ABI. */
+typedef enum tidegate_dtype {
+  TIDEGATE_FLOAT32 = 0,
+  TIDEGATE_FLOAT64 = 1,
+  TIDEGATE_FLOAT16 = 2,  /* IEEE binary16 */
+  TIDEGATE_BFLOAT16 = 3, /* bfloat16 */
+  TIDEGATE_INT32 = 4,
+  TIDEGATE_INT64 = 5,
+  TIDEGATE_UINT8 = 6
+} tidegate_dtype_t;
+
+/** Size of one element of dtype in bytes, or 0 for an unknown dtype. Thread-safe. */
+TIDEGATE_API size_t tidegate_dtype_size(tidegate_dtype_t dtype);
+
+/** Where a tensor's memory lives. */
+typedef enum tidegate_memory {
+  TIDEGATE_MEMORY_HOST = 0,
+  TIDEGATE_MEMORY_CUDA = 1
+} tidegate_memory_t;
+
+/**
+ * A view of caller-owned memory: tidegate never takes ownership and never frees it. The memory
+ * must stay valid and untouched by the caller until the collective that uses it completes.
+ *
+ * data    pointer to the first element; may be NULL only when count == 0
+ * count   number of elements (64-bit)
+ * dtype   element type
+ * memory  host or CUDA device memory
+ * stream  for CUDA memory: the cudaStream_t the data is ordered on (NULL = default stream);
+ *         ignored for host memory
+ * rows, cols  optional 2-D shape for matrix codecs: both 0 for a plain 1-D tensor, otherwise
+ *         rows * cols == count (row-major)
+ */
+typedef struct tidegate_tensor {
+  void* data;
+  int64_t count;
+  tidegate_dtype_t dtype;
+  tidegate_memory_t memory;
+  void* stream;
+  int64_t rows;
+  int64_t cols;
+} tidegate_tensor_t;
+
+/** Convenience: a 1-D host tensor view. */
+static inline tidegate_tensor_t tidegate_host_tensor(void* data, int64_t count,
+                                                      tidegate_dtype_t dtype) {
+  tidegate_tensor_t t;
+  t.data = data;
+  t.count = count;
+  t.dtype = dtype;
+  t.memory = TIDEGATE_MEMORY_HOST;
+  t.stream = NULL;
+  t.rows = 0;
+  t.cols = 0;
+  return t;
+}
+
+/** Reduction operators. AVG divides the sum by the world size (integer division for ints). */
+typedef enum tidegate_reduce_op {
+  TIDEGATE_SUM = 0,
+  TIDEGATE_AVG = 1,
+  TIDEGATE_MIN = 2,
+  TIDEGATE_MAX = 3,
+  TIDEGATE_PROD = 4
+} tidegate_reduce_op_t;
+
+/* ------------------------------------------------------------------------------------------ */
+/* Communicators                                                                               */
+/* ------------------------------------------------------------------------------------------ */
+
+/** Opaque communicator: a group of ranks, their connections and a progress thread. */
+typedef struct tidegate_comm* tidegate_comm_t;
+
+/**
+ * Key-value store callbacks, for trainers (or PyTorch) that already run a rendezvous store.
+ * tidegate only ever calls them from the thread inside tidegate_comm_create, and only until
+ * it returns.
+ *
+ * set: store value (length len bytes, may contain NUL) under key; return 0 on success.
+ * get: wait until key exists or timeout_ms passes; on success copy at most capacity bytes
+ *      into value, write the full length to *len and return 0; return 1 on timeout, any
+ *      other value on failure. If *len > capacity, tidegate calls again with a larger buffer.
+ * ctx: passed back unchanged to both callbacks.
+ */
+typedef struct tidegate_store {
+  void* ctx;
+  int (*set)(void* ctx, const char* key, const void* value, size_t len);
+  int (*get)(void* ctx, const char* key, void* value, size_t capacity, size_t* len,
+             int64_t timeout_ms);
+} tidegate_store_t;
+
+/**
+ * Create a communicator from the environment (see the configuration table printed by
+ * tidegate-info): rank and size from TIDEGATE_RANK/TIDEGATE_SIZE, or from the launcher's own
+ * variables (Open MPI, PMI, Slurm); the rendezvous store from TIDEGATE_STORE_ADDR (rank 0 hosts
+ * it when no launcher does); the job secret from TIDEGATE_SECRET or TIDEGATE_SECRET_FILE.
+ * Collective over all ranks: blocks until every rank has joined or the timeout passes.
+ * Errors: CONFIG (missing or malformed variables), AUTH, TIMEOUT, SYSTEM.
+ */
+TIDEGATE_API tidegate_status_t tidegate_comm_create_from_env(tidegate_comm_t* comm);
+
+/**
+ * Create a communicator of `size` ranks in which the caller is `rank`, rendezvousing through
+ * the caller's store. Keys written are prefixed with "tidegate/"; the store must be fresh for
+ * each communicator (or keys from an earlier one must be gone). The job secret for
+ * authenticating data connections comes from the environment as for _from_env; when none is
+ * set, a random one is chosen by rank 0 and shared through the store.
+ * The store callbacks are used only during this call. Collective over all ranks.
+ */
+TIDEGATE_API tidegate_status_t tidegate_comm_create(int rank, int size,
+                                                    const tidegate_store_t* store,
+                                                    tidegate_comm_t* comm);
+
+/**
+ * Create a communicator over the ranks of an MPI communicator. `mpi_comm` points to an
+ * MPI_Comm (pass &comm); MPI must be initialised. Rank 0 hosts the rendezvous store and
+ * broadcasts its address and a fresh job secret over MPI. Collective over the MPI communicator.
+ * Errors: UNSUPPORTED when tidegate was built without MPI.
+ */
+TIDEGATE_API tidegate_status_t tidegate_comm_create_from_mpi(const void* mpi_comm,
+                                                             tidegate_comm_t* comm);
+
+/**
+ * Destroy a communicator: finish the collectives already posted (each under its deadline),
+ * close connections and stop the progress thread. Requests of this communicator that the
+ * caller still holds stay valid and must still be freed. NULL is accepted and ignored.
+ * Not thread-safe with other calls on the same communicator.
+ */
+TIDEGATE_API tidegate_status_t tidegate_comm_destroy(tidegate_comm_t comm);
+
+/**
+ * Abort a communicator: fail every pending request with TIDEGATE_ERR_ABORTED, tell the peers
+ * (best effort) so that their pending requests fail too, and stop communicating. The handle
+ * must still be destroyed. Thread-safe; may be called while another thread waits.
+ */
+TIDEGATE_API tidegate_status_t tidegate_comm_abort(tidegate_comm_t comm, const char* reason);
+
+/** This process's rank in the communicator. Thread-safe. */
+TIDEGATE_API tidegate_status_t tidegate_comm_rank(tidegate_comm_t comm, int* rank);
+
+/** Number of ranks in the communicator. Thread-safe. */
+TIDEGATE_API tidegate_status_t tidegate_comm_size(tidegate_comm_t comm, int* size);
+
+/* ------------------------------------------------------------------------------------------ */
+/* Requests                                                                                    */
+/* ------------------------------------------------------------------------------------------ */
+
+/** Opaque handle of one posted collective. Requests complete in posting order. */
+typedef struct tidegate_request* tidegate_request_t;
+
+/**
+ * Non-blocking check: *done = 1 when the request has finished (successfully or not), else 0.
+ * Returns the collective's own status when it finished with an error. Thread-safe.
+ */
+TIDEGATE_API tidegate_status_t tidegate_request_test(tidegate_request_t request, int* done);
+
+/**
+ * Wait until the request finishes or timeout_ms passes (negative = the configured default
+ * TIDEGATE_TIMEOUT_MS). Returns the collective's status; TIDEGATE_ERR_TIMEOUT when this wait's
+ * own timeout passed first (the collective keeps running; wait again or abort). Thread-safe.
+ */
+TIDEGATE_API tidegate_status_t tidegate_request_wait(tidegate_request_t request,
+                                                     int64_t timeout_ms);
+
+/**
+ * Release a request handle. A request that has not finished keeps running to completion
+ * inside the communicator (its buffers must stay valid until then). NULL is ignored.
+ */
+TIDEGATE_API void tidegate_request_free(tidegate_request_t request);
+
+/* ------------------------------------------------------------------------------------------ */
+/* Collectives. Non-blocking versions start with "i" and return a request in *request.       */
+/* Input and output may be the same view (in place) where noted. Every rank must pass the    */
+/* same count, dtype and op; a mismatch ends in TIDEGATE_ERR_MISMATCH on every rank.          */
+/* ------------------------------------------------------------------------------------------ */
+
+/** output[i] = op over ranks of input[i]. input and output have equal count and dtype;
+ *  output may be the same memory as input. */
+TIDEGATE_API tidegate_status_t tidegate_iallreduce(tidegate_comm_t comm,
+                                                   const tidegate_tensor_t* input,
+                                                   const tidegate_tensor_t* output,
+                                                   tidegate_reduce_op_t op,
+                                                   tidegate_request_t* request);
+
+/**
+ * Reduce `input` (count N, the same on every rank) and leave on rank r block r of the result:
+ * the blocks split N as tidegate_block_range() says (the first N % size ranks get one element
+ * more). output.count must equal this rank's block length.
+ */
+TIDEGATE_API tidegate_status_t tidegate_ireduce_scatter(tidegate_comm_t comm,
+                                                        const tidegate_tensor_t* input,
+                                                        const tidegate_tensor_t* output,
+                                                        tidegate_reduce_op_t op,
+                                                        tidegate_request_t* request);
+
+/** Each rank contributes input (count n, same on all ranks); output (count size*n) holds rank
+ *  r's input at offset r*n. */
+TIDEGATE_API tidegate_status_t tidegate_iallgather(tidegate_comm_t comm,
+                                                   const tidegate_tensor_t* input,
+                                                   const tidegate_tensor_t* output,
+                                                   tidegate_request_t* request);
+
+/** Like allgather with per-rank counts: counts[r] elements from rank r land at the sum of the
+ *  counts before r. counts has `size` entries, identical on every rank; input.count must equal
+ *  counts[rank]; output.count must equal the sum. tidegate copies counts. */
+TIDEGATE_API tidegate_status_t tidegate_iallgatherv(tidegate_comm_t comm,
+                                                    const tidegate_tensor_t* input,
+                                                    const tidegate_tensor_t* output,
+                                                    const int64_t* counts,
+                                                    tidegate_request_t* request);
+
+/** Copy root's tensor into every rank's tensor (in place). */
+TIDEGATE_API tidegate_status_t tidegate_ibroadcast(tidegate_comm_t comm,
+                                                   const tidegate_tensor_t* tensor, int root,
+                                                   tidegate_request_t* request);
+
+/** Complete only when every rank has entered the barrier. */
+TIDEGATE_API tidegate_status_t tidegate_ibarrier(tidegate_comm_t comm,
+                                                 tidegate_request_t* request);
+
+/**
+ * Personalised all-to-all: rank r sends send_counts[p] elements starting at send_offsets[p]
+ * of input to rank p, and receives recv_counts[p] elements from rank p at recv_offsets[p] of
+ * output. Arrays have `size` entries; tidegate copies them. send_counts[p] on rank r must equal
+ * recv_counts[r] on rank p (checked: a mismatch is an error on both ranks).
+ */
+TIDEGATE_API tidegate_status_t tidegate_ialltoallv(
+    tidegate_comm_t comm, const tidegate_tensor_t* input, const int64_t* send_counts,
+    const int64_t* send_offsets, const tidegate_tensor_t* output, const int64_t* recv_counts,
+    const int64_t* recv_offsets, tidegate_request_t* request);
+
+/* Blocking wrappers: post, wait with the configured timeout, free the request. */
+TIDEGATE_API tidegate_status_t tidegate_allreduce(tidegate_comm_t comm,
+                                                  const tidegate_tensor_t* input,
+                                                  const tidegate_tensor_t* output,
+                                                  tidegate_reduce_op_t op);
+TIDEGATE_API tidegate_status_t tidegate_reduce_scatter(tidegate_comm_t comm,
+                                                       const tidegate_tensor_t* input,
+                                                       const tidegate_tensor_t* output,
+                                                       tidegate_reduce_op_t op);
+TIDEGATE_API tidegate_status_t tidegate_allgather(tidegate_comm_t comm,
+                                                  const tidegate_tensor_t* input,
+                                                  const tidegate_tensor_t* output);
+TIDEGATE_API tidegate_status_t tidegate_allgatherv(tidegate_comm_t comm,
+                                                   const tidegate_tensor_t* input,
+                                                   const tidegate_tensor_t* output,
+                                                   const int64_t* counts);
+TIDEGATE_API tidegate_status_t tidegate_broadcast(tidegate_comm_t comm,
+                                                  const tidegate_tensor_t* tensor, int root);
+TIDEGATE_API tidegate_status_t tidegate_barrier(tidegate_comm_t comm);
+TIDEGATE_API tidegate_status_t tidegate_alltoallv(
+    tidegate_comm_t comm, const tidegate_tensor_t* input, const int64_t* send_counts,
+    const int64_t* send_offsets, const tidegate_tensor_t* output, const int64_t* recv_counts,
+    const int64_t* recv_offsets);
+
+/**
+ * The block of a count-N tensor that rank `rank` of `size` owns in reduce-scatter:
+ * the first N % size ranks get N/size + 1 elements, the others N/size. Thread-safe.
+ */
+TIDEGATE_API tidegate_status_t tidegate_block_range(int64_t count, int size, int rank,
+                                                    int64_t* offset, int64_t* length);
+
+#ifdef __cplusplus
+} /* extern "C" */
+#endif
+
+#endif /* TIDEGATE_TIDEGATE_H */

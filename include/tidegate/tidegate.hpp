@@ -1,0 +1,184 @@
+// tidegate.hpp - a thin RAII C++ layer over the C API in tidegate.h.
+//
+// Handles are move-only owners that release their C handle on destruction; every failing call
+// throws tidegate::Error, which carries the status code and the library's message. Threading and
+// ordering rules are those of tidegate.h. Header-only: it adds no ABI of its own.
+//
+//   tidegate::Communicator comm = tidegate::Communicator::from_env();
+//   std::vector<float> grad(1 << 20, 1.0f);
+//   comm.allreduce(grad.data(), grad.data(), grad.size(), TIDEGATE_SUM);  // in place
+#ifndef TIDEGATE_TIDEGATE_HPP
+#define TIDEGATE_TIDEGATE_HPP
+
+#include <cstdint>
+#include <stdexcept>
+#include <type_traits>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "tidegate/tidegate.h"
+
+namespace tidegate {
+
+// The one exception type: a status code plus the library's explanation.
+class Error : public std::runtime_error {
+ public:
+  Error(tidegate_status_t status, const std::string& message)
+      : std::runtime_error(std::string(tidegate_status_string(status)) + ": " + message),
+        status_(status) {}
+  tidegate_status_t status() const noexcept { return status_; }
+
+ private:
+  tidegate_status_t status_;
+};
+
+// Throws Error unless status is TIDEGATE_OK (reads the calling thread's last error).
+inline void check(tidegate_status_t status) {
+  if (status != TIDEGATE_OK) throw Error(status, tidegate_last_error());
+}
+
+// dtype of a C++ element type (float16/bfloat16 have no standard type: pass the dtype).
+template <typename T> struct dtype_of;
+template <> struct dtype_of<float> { static constexpr tidegate_dtype_t value = TIDEGATE_FLOAT32; };
+template <> struct dtype_of<double> { static constexpr tidegate_dtype_t value = TIDEGATE_FLOAT64; };
+template <> struct dtype_of<int32_t> { static constexpr tidegate_dtype_t value = TIDEGATE_INT32; };
+template <> struct dtype_of<int64_t> { static constexpr tidegate_dtype_t value = TIDEGATE_INT64; };
+template <> struct dtype_of<uint8_t> { static constexpr tidegate_dtype_t value = TIDEGATE_UINT8; };
+
+// A host tensor view of count elements at data (no ownership).
+template <typename T>
+tidegate_tensor_t view(T* data, int64_t count) {
+  return tidegate_host_tensor(const_cast<std::remove_const_t<T>*>(data), count, dtype_of<std::remove_const_t<T>>::value);
+}
+inline tidegate_tensor_t view(void* data, int64_t count, tidegate_dtype_t dtype) {
+  return tidegate_host_tensor(data, count, dtype);
+}
+
+// An outstanding collective. Destroying an unfinished Request releases the handle only; the
+// collective still runs to completion (keep its buffers alive until then, e.g. by wait()).
+class Request {
+ public:
+  Request() = default;
+  explicit Request(tidegate_request_t handle) : handle_(handle) {}
+  Request(Request&& other) noexcept : handle_(std::exchange(other.handle_, nullptr)) {}
+  Request& operator=(Request&& other) noexcept {
+    if (this != &other) {
+      tidegate_request_free(handle_);
+      handle_ = std::exchange(other.handle_, nullptr);
+    }
+    return *this;
+  }
+  Request(const Request&) = delete;
+  Request& operator=(const Request&) = delete;
+  ~Request() { tidegate_request_free(handle_); }
+
+  // True when finished; throws if it finished with an error.
+  bool test() {
+    int done = 0;
+    check(tidegate_request_test(handle_, &done));
+    return done != 0;
+  }
+  // Waits (timeout_ms < 0: the configured default); throws on error or timeout.
+  void wait(int64_t timeout_ms = -1) { check(tidegate_request_wait(handle_, timeout_ms)); }
+  tidegate_request_t get() const noexcept { return handle_; }
+
+ private:
+  tidegate_request_t handle_ = nullptr;
+};
+
+class Communicator {
+ public:
+  // From TIDEGATE_* / launcher variables (see tidegate_comm_create_from_env).
+  static Communicator from_env() {
+    tidegate_comm_t comm = nullptr;
+    check(tidegate_comm_create_from_env(&comm));
+    return Communicator(comm);
+  }
+  // Through the caller's store callbacks (see tidegate_comm_create).
+  static Communicator with_store(int rank, int size, const tidegate_store_t& store) {
+    tidegate_comm_t comm = nullptr;
+    check(tidegate_comm_create(rank, size, &store, &comm));
+    return Communicator(comm);
+  }
+  // Over an MPI communicator: pass &comm (see tidegate_comm_create_from_mpi).
+  static Communicator from_mpi(const void* mpi_comm) {
+    tidegate_comm_t comm = nullptr;
+    check(tidegate_comm_create_from_mpi(mpi_comm, &comm));
+    return Communicator(comm);
+  }
+
+  Communicator(Communicator&& other) noexcept : comm_(std::exchange(other.comm_, nullptr)) {}
+  Communicator& operator=(Communicator&& other) noexcept {
+    if (this != &other) {
+      tidegate_comm_destroy(comm_);
+      comm_ = std::exchange(other.comm_, nullptr);
+    }
+    return *this;
+  }
+  Communicator(const Communicator&) = delete;
+  Communicator& operator=(const Communicator&) = delete;
+  // Destroys the communicator; errors are dropped here (call close() to see them).
+  ~Communicator() { tidegate_comm_destroy(comm_); }
+
+  // Destroys now and throws if finishing the posted collectives failed.
+  void close() { check(tidegate_comm_destroy(std::exchange(comm_, nullptr))); }
+  void abort(const std::string& reason) { check(tidegate_comm_abort(comm_, reason.c_str())); }
+
+  int rank() const { int r = 0; check(tidegate_comm_rank(comm_, &r)); return r; }
+  int size() const { int s = 0; check(tidegate_comm_size(comm_, &s)); return s; }
+  tidegate_comm_t get() const noexcept { return comm_; }
+
+  // Non-blocking collectives on raw views.
+  Request iallreduce(const tidegate_tensor_t& in, const tidegate_tensor_t& out, tidegate_reduce_op_t op) {
+    tidegate_request_t r = nullptr;
+    check(tidegate_iallreduce(comm_, &in, &out, op, &r));
+    return Request(r);
+  }
+  Request ireduce_scatter(const tidegate_tensor_t& in, const tidegate_tensor_t& out, tidegate_reduce_op_t op) {
+    tidegate_request_t r = nullptr;
+    check(tidegate_ireduce_scatter(comm_, &in, &out, op, &r));
+    return Request(r);
+  }
+  Request iallgather(const tidegate_tensor_t& in, const tidegate_tensor_t& out) {
+    tidegate_request_t r = nullptr;
+    check(tidegate_iallgather(comm_, &in, &out, &r));
+    return Request(r);
+  }
+  Request ibroadcast(const tidegate_tensor_t& tensor, int root) {
+    tidegate_request_t r = nullptr;
+    check(tidegate_ibroadcast(comm_, &tensor, root, &r));
+    return Request(r);
+  }
+  Request ibarrier() {
+    tidegate_request_t r = nullptr;
+    check(tidegate_ibarrier(comm_, &r));
+    return Request(r);
+  }
+
+  // Blocking conveniences on typed pointers.
+  template <typename T>
+  void allreduce(const T* in, T* out, int64_t count, tidegate_reduce_op_t op) {
+    const tidegate_tensor_t i = view(in, count), o = view(out, count);
+    check(tidegate_allreduce(comm_, &i, &o, op));
+  }
+  template <typename T>
+  void allgather(const T* in, T* out, int64_t count) {
+    const tidegate_tensor_t i = view(in, count), o = view(out, count * size());
+    check(tidegate_allgather(comm_, &i, &o));
+  }
+  template <typename T>
+  void broadcast(T* data, int64_t count, int root) {
+    const tidegate_tensor_t t = view(data, count);
+    check(tidegate_broadcast(comm_, &t, root));
+  }
+  void barrier() { check(tidegate_barrier(comm_)); }
+
+ private:
+  explicit Communicator(tidegate_comm_t comm) : comm_(comm) {}
+  tidegate_comm_t comm_ = nullptr;
+};
+
+}  // namespace tidegate
+
+#endif  // TIDEGATE_TIDEGATE_HPP

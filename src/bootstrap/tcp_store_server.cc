@@ -1,0 +1,215 @@
+// The TCP store server: one background thread runs an epoll loop over the listening socket and
+// every client connection, all non-blocking.
+//
+// Why one event loop with the handshake as a per-connection state machine, rather than a
+// blocking authenticate_server_side() per connection on worker threads: the handshake is a
+// challenge, one fixed-size read and one fixed-size write, cheap to drive from the loop, and
+// then no number of silent or slow clients can exhaust a worker pool and stall honest ones;
+// nothing needs to be joined on stop() but the one thread, and no lock guards the key-value
+// map (only the loop thread touches it).
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+
+#include "bootstrap/tcp_store_server_impl.h"
+#include "core/log.h"
+
+namespace tidegate {
+
+namespace {
+constexpr const char* kLogWho = kStoreServerLogName;
+// epoll user data for the two non-client descriptors; client ids start above them.
+constexpr uint64_t kListenerId = 0;
+constexpr uint64_t kWakeupId = 1;
+constexpr int kMaxEventsPerWait = 64;
+// After accept() ran out of descriptors, how long before trying again with none closed.
+constexpr Milliseconds kAcceptRetryDelay{100};
+// A client's input may hold the rest of a handshake and one whole request, never more.
+constexpr size_t kInputCapBytes = kAuthResponseBytes + kMaxStoreRequestBytes;
+}  // namespace
+
+Status TcpStoreServerImpl::bind_and_start(const std::string& host, int port) {
+  int bound_port = 0;
+  TG_RETURN_IF_ERROR(listen_tcp(host, port, 128, &listener_, &bound_port));
+  const bool ipv6_literal = host.find(':') != std::string::npos;
+  address_ = (ipv6_literal ? "[" + host + "]" : host) + ":" + std::to_string(bound_port);
+
+  epoll_.reset(::epoll_create1(EPOLL_CLOEXEC));
+  if (!epoll_.valid()) return system_error("epoll_create1()", errno);
+  wakeup_.reset(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
+  if (!wakeup_.valid()) return system_error("eventfd()", errno);
+  for (auto [fd, id] : {std::pair{listener_.get(), kListenerId}, {wakeup_.get(), kWakeupId}}) {
+    epoll_event ev{};
+    ev.events = EPOLLIN;
+    ev.data.u64 = id;
+    if (::epoll_ctl(epoll_.get(), EPOLL_CTL_ADD, fd, &ev) != 0) {
+      return system_error("epoll_ctl(ADD)", errno);
+    }
+  }
+  thread_ = std::thread([this] { run(); });
+  return Status::ok();
+}
+
+void TcpStoreServerImpl::stop() {
+  std::lock_guard<std::mutex> lock(stop_mutex_);
+  if (!thread_.joinable()) return;
+  stopping_.store(true);
+  const uint64_t one = 1;
+  ssize_t ignored = ::write(wakeup_.get(), &one, sizeof one);
+  (void)ignored;
+  thread_.join();
+  // The loop has exited: releasing the sockets here frees the port for a successor.
+  connections_.clear();
+  waiters_.clear();
+  listener_.reset();
+}
+
+void TcpStoreServerImpl::run() {
+  epoll_event events[kMaxEventsPerWait];
+  while (!stopping_.load()) {
+    const int ready = ::epoll_wait(epoll_.get(), events, kMaxEventsPerWait,
+                                   wait_timeout_ms(Clock::now()));
+    if (ready < 0 && errno != EINTR) {
+      TG_LOG(kError, kLogWho, system_error("epoll_wait()", errno).message() + "; store stops");
+      return;
+    }
+    const Clock::time_point now = Clock::now();
+    for (int i = 0; i < std::max(ready, 0); ++i) {
+      const uint64_t id = events[i].data.u64;
+      if (id == kListenerId) accept_new_connections(now);
+      else if (id != kWakeupId) on_event(id, events[i].events, now);
+    }
+    run_woken(now);
+    expire_deadlines(now);
+    run_woken(now);
+    if (!accepting_ && now >= accept_retry_at_) set_accepting(true);
+  }
+}
+
+void TcpStoreServerImpl::accept_new_connections(Clock::time_point now) {
+  while (true) {
+    UniqueFd fd(::accept4(listener_.get(), nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC));
+    if (!fd.valid()) {
+      const int saved = errno;
+      if (saved == EINTR || saved == ECONNABORTED) continue;
+      if (saved == EAGAIN || saved == EWOULDBLOCK) return;
+      // Out of descriptors or memory: the pending connection stays queued and the listener
+      // stays readable, so watching it now would spin. Resume when a connection closes.
+      TG_LOG(kWarn, kLogWho, system_error("accept()", saved).message() +
+                                 "; not accepting until a connection closes");
+      return set_accepting(false);
+    }
+    if (connections_.size() >= options_.max_connections) {
+      rejected_.fetch_add(1);
+      TG_LOG(kWarn, kLogWho, "refused connection from " + peer_name(fd.get()) + ": already " +
+                                 std::to_string(connections_.size()) + " connections open");
+      continue;
+    }
+    (void)set_nodelay(fd.get());  // best effort: only latency depends on it
+    const uint64_t id = next_id_++;
+    const int raw_fd = fd.get();
+    StoreConnection& conn = connections_.try_emplace(id, std::move(fd), now).first->second;
+    epoll_event ev{};
+    ev.events = EPOLLIN | EPOLLRDHUP;
+    ev.data.u64 = id;
+    if (::epoll_ctl(epoll_.get(), EPOLL_CTL_ADD, raw_fd, &ev) != 0) {
+      TG_LOG(kWarn, kLogWho, system_error("epoll_ctl(ADD)", errno).message());
+      close_connection(id);
+      continue;
+    }
+    Status st = conn.begin_handshake();
+    if (st.is_ok()) st = conn.flush(now);
+    if (!st.is_ok()) {
+      reject(id, st.message());
+      continue;
+    }
+    update_interest(conn, id);
+  }
+}
+
+void TcpStoreServerImpl::on_event(uint64_t id, uint32_t events, Clock::time_point now) {
+  auto it = connections_.find(id);
+  if (it == connections_.end()) return;  // closed earlier in this batch
+  StoreConnection& conn = it->second;
+  if (events & EPOLLOUT) {
+    if (!conn.flush(now).is_ok()) return close_connection(id);
+  }
+  bool peer_closed = false;
+  if (events & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR)) {
+    Status st = conn.read_available(kInputCapBytes, now, &peer_closed);
+    if (!st.is_ok()) return reject(id, st.message());
+  }
+  // Whatever arrived before a close is judged first, so garbage is reported as garbage.
+  if (!pump(conn, id, now)) return;
+  if (!peer_closed) return update_interest(conn, id);
+  if (conn.phase() == StoreConnection::Phase::kHandshake) {
+    return reject(id, "it closed the connection before completing the handshake");
+  }
+  close_connection(id);
+}
+
+void TcpStoreServerImpl::update_interest(StoreConnection& conn, uint64_t id) {
+  const bool want_writes = conn.output_pending();
+  if (want_writes == conn.watching_writes()) return;
+  epoll_event ev{};
+  ev.events = EPOLLIN | EPOLLRDHUP | (want_writes ? EPOLLOUT : 0u);
+  ev.data.u64 = id;
+  if (::epoll_ctl(epoll_.get(), EPOLL_CTL_MOD, conn.fd(), &ev) != 0) {
+    TG_LOG(kWarn, kLogWho, system_error("epoll_ctl(MOD)", errno).message());
+    return close_connection(id);
+  }
+  conn.set_watching_writes(want_writes);
+}
+
+void TcpStoreServerImpl::reject(uint64_t id, const std::string& why) {
+  auto it = connections_.find(id);
+  if (it == connections_.end()) return;
+  rejected_.fetch_add(1);
+  TG_LOG(kWarn, kLogWho, "refused connection from " + it->second.peer() + ": " + why);
+  (void)it->second.flush(Clock::now());  // best effort: deliver a queued error answer
+  close_connection(id);
+}
+
+void TcpStoreServerImpl::close_connection(uint64_t id) {
+  auto it = connections_.find(id);
+  if (it == connections_.end()) return;
+  if (it->second.phase() == StoreConnection::Phase::kWaiting) {
+    forget_waiter(it->second.waiting_key(), id);
+  }
+  // Closing the descriptor (UniqueFd) also removes it from the epoll set.
+  connections_.erase(it);
+  if (!accepting_) set_accepting(true);
+}
+
+void TcpStoreServerImpl::set_accepting(bool accepting) {
+  if (!accepting) accept_retry_at_ = Clock::now() + kAcceptRetryDelay;
+  epoll_event ev{};
+  ev.events = accepting ? EPOLLIN : 0u;
+  ev.data.u64 = kListenerId;
+  if (::epoll_ctl(epoll_.get(), EPOLL_CTL_MOD, listener_.get(), &ev) == 0) accepting_ = accepting;
+}
+
+Status start_tcp_store_server(const std::string& host, int port, const Secret& secret,
+                              const TcpStoreServerOptions& options,
+                              std::unique_ptr<TcpStoreServer>* server) {
+  if (secret.empty()) {
+    return auth_error("the TCP store needs a job secret to authenticate its clients: set "
+                      "TIDEGATE_SECRET or TIDEGATE_SECRET_FILE");
+  }
+  auto impl = std::make_unique<TcpStoreServerImpl>(secret, options);
+  TG_RETURN_IF_ERROR(impl->bind_and_start(host, port));
+  TG_LOG(kInfo, kLogWho, "serving the rendezvous store on " + impl->address());
+  *server = std::move(impl);
+  return Status::ok();
+}
+
+Status TcpStoreServer::start(const std::string& host, int port, const Secret& secret,
+                             std::unique_ptr<TcpStoreServer>* server) {
+  return start_tcp_store_server(host, port, secret, TcpStoreServerOptions(), server);
+}
+
+}  // namespace tidegate

@@ -1,0 +1,42 @@
+// Tunable limits of the TCP store server (tcp_store.h). TcpStoreServer::start uses the
+// defaults; tests and the launcher can tighten them. Every limit exists so that a client that
+// is slow, silent, dead or hostile costs the server a bounded amount of time and memory and
+// never delays anyone else.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "bootstrap/auth.h"
+#include "bootstrap/tcp_store.h"
+#include "bootstrap/tcp_store_protocol.h"
+#include "core/status.h"
+#include "core/types.h"
+
+namespace tidegate {
+
+struct TcpStoreServerOptions {
+  // From accept to the end of the handshake: a client that sends nothing, half a response or a
+  // wrong proof is refused (and counted in rejected_connections()) within this time.
+  Milliseconds handshake_timeout{10'000};
+  // From the first byte of a request to its last, and from the first byte of a response to the
+  // client having read it all: a half-sent request is refused, an unread answer dropped.
+  Milliseconds request_timeout{10'000};
+  // An authenticated connection with nothing in flight is closed after this long (0 = never),
+  // so clients that vanished without a FIN do not pin resources for the life of the job. The
+  // client reconnects transparently, so this is invisible to live ones.
+  Milliseconds idle_timeout{300'000};
+  // Connections beyond this many are refused at once (a rendezvous needs one per rank).
+  size_t max_connections = 16384;
+  // A get waits on the server at most this long per request (the client asks again).
+  int64_t max_get_wait_ms = kMaxStoreGetWaitMs;
+};
+
+// Binds host:port (port 0 = ephemeral) and serves on a background thread with `options`.
+Status start_tcp_store_server(const std::string& host, int port, const Secret& secret,
+                              const TcpStoreServerOptions& options,
+                              std::unique_ptr<TcpStoreServer>* server);
+
+}  // namespace tidegate

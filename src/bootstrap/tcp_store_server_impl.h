@@ -1,0 +1,78 @@
+// The TCP store server's internals, shared by the two files that implement it:
+// tcp_store_server.cc (life cycle, event loop, connection I/O) and tcp_store_requests.cc
+// (requests, parked gets, deadlines). Only the loop thread touches the connection table, the
+// values and the waiters, so none of them needs a lock.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "bootstrap/auth_proof.h"
+#include "bootstrap/tcp_store_connection.h"
+#include "bootstrap/tcp_store_protocol.h"
+#include "bootstrap/tcp_store_server.h"
+#include "core/socket_util.h"
+
+namespace tidegate {
+
+inline constexpr const char* kStoreServerLogName = "store-server";
+
+class TcpStoreServerImpl final : public TcpStoreServer {
+ public:
+  TcpStoreServerImpl(const Secret& secret, const TcpStoreServerOptions& options)
+      : secret_(secret), options_(options) {}
+  ~TcpStoreServerImpl() override { stop(); }
+
+  Status bind_and_start(const std::string& host, int port);
+  std::string address() const override { return address_; }
+  int rejected_connections() const override { return rejected_.load(); }
+  void stop() override;
+
+ private:
+  void run();
+  void accept_new_connections(Clock::time_point now);
+  void on_event(uint64_t id, uint32_t events, Clock::time_point now);
+  bool pump(StoreConnection& conn, uint64_t id, Clock::time_point now);
+  Status process_input(StoreConnection& conn, uint64_t id, Clock::time_point now);
+  void handle_request(StoreConnection& conn, uint64_t id, StoreRequest request,
+                      Clock::time_point now);
+  void wake_waiters(const std::string& key, const std::string& value, Clock::time_point now);
+  void run_woken(Clock::time_point now);
+  void expire_deadlines(Clock::time_point now);
+  void expire_one(StoreConnection& conn, uint64_t id, Clock::time_point now);
+  int wait_timeout_ms(Clock::time_point now) const;
+  void update_interest(StoreConnection& conn, uint64_t id);
+  void reject(uint64_t id, const std::string& why);
+  void forget_waiter(const std::string& key, uint64_t id);
+  void close_connection(uint64_t id);
+  void set_accepting(bool accepting);
+
+  Secret secret_;
+  TcpStoreServerOptions options_;
+  std::string address_;
+  UniqueFd listener_;
+  UniqueFd epoll_;
+  UniqueFd wakeup_;
+  std::thread thread_;
+  std::mutex stop_mutex_;
+  std::atomic<bool> stopping_{false};
+  std::atomic<int> rejected_{0};
+  // False while out of descriptors (see accept_new_connections); retried when a connection
+  // closes or at accept_retry_at_, whichever comes first.
+  bool accepting_ = true;
+  Clock::time_point accept_retry_at_;
+
+  // Touched only by the loop thread.
+  uint64_t next_id_ = 2;
+  std::map<uint64_t, StoreConnection> connections_;
+  std::map<std::string, std::string> values_;
+  std::multimap<std::string, uint64_t> waiters_;  // key -> connection parked in a get
+  std::vector<uint64_t> woken_;  // connections answered by another's set, to pump next
+};
+
+}  // namespace tidegate

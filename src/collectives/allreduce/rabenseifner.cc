@@ -1,0 +1,174 @@
+// Rabenseifner allreduce: reduce-scatter by recursive halving, then allgather by recursive
+// doubling. Each rank sends about 2 (P-1)/P of the tensor, like the ring, but in 2 log2(P)
+// messages instead of 2 (P-1), which wins for medium sizes. Non-powers of two fold in first
+// (fold.h).
+//
+// The vector is cut into pof2 blocks (block_range). In halving round i the partners at
+// distance pof2 >> i split their common range of blocks: the rank whose bit is set keeps the
+// upper half, sends the lower half and combines what it receives (the lower new rank's value
+// first). After log2(pof2) rounds new rank n owns block n fully reduced, finalises AVG on it,
+// and the doubling rounds send the owners' bytes to everybody, so all ranks end identical.
+//
+// Rounds (the chunk field carries the round): 0 fold, 1..L halving, L+1..2L doubling,
+// 2L+1 unfold.
+#include <memory>
+
+#include "collectives/algorithms.h"
+#include "collectives/allreduce/fold.h"
+#include "collectives/reduce.h"
+#include "collectives/task_kit.h"
+
+namespace tidegate {
+
+namespace {
+
+class Rabenseifner : public RoundTask {
+ public:
+  Rabenseifner(const TaskContext& context, const CollectiveArgs& args)
+      : RoundTask(context, op_identity(context, args)),
+        args_(args),
+        fold_(Fold::plan(context.rank, context.size)),
+        steps_(fold_.steps()),
+        element_size_(args.output.element_size()) {}
+
+  Status start() override {
+    copy_unless_same(args_.output.data, args_.input.data, args_.output.bytes());
+    if (messenger().size() > 1 && args_.output.bytes() > 0) {
+      scratch_ = std::make_unique_for_overwrite<char[]>(args_.output.bytes());
+    }
+    lo_ = 0;
+    hi_ = fold_.pof2;
+    return RoundTask::start();
+  }
+
+  const char* algorithm() const override { return "rabenseifner"; }
+
+ protected:
+  Status post_round(int round, bool* exists) override;
+  Status finish_round(int round) override;
+
+ private:
+  // First element of block `b` of the pof2 blocks (b == pof2 gives the total count).
+  int64_t block_start(int b) const {
+    if (b >= fold_.pof2) return args_.output.count;
+    int64_t offset = 0, length = 0;
+    block_range(args_.output.count, fold_.pof2, b, &offset, &length);
+    return offset;
+  }
+  char* output_at(int64_t elements) const {
+    return args_.output.byte_data() + elements * static_cast<int64_t>(element_size_);
+  }
+  uint64_t bytes_between(int first_block, int end_block) const {
+    return payload_bytes(block_start(end_block) - block_start(first_block), element_size_);
+  }
+  int partner(int mask) const { return fold_.real_rank(fold_.new_rank ^ mask); }
+  bool upper(int mask) const { return (fold_.new_rank & mask) != 0; }
+
+  Status post_fold(int round);
+  Status post_halving(int round);
+  Status post_doubling(int round);
+
+  CollectiveArgs args_;
+  Fold fold_;
+  int steps_;
+  size_t element_size_;
+  std::unique_ptr<char[]> scratch_;
+  int lo_ = 0;  // this rank's current range of blocks [lo_, hi_)
+  int hi_ = 1;
+  int keep_lo_ = 0;  // the half kept in the current halving round
+  int keep_hi_ = 0;
+};
+
+// Round 0 (fold): the giver sends its vector, the taker receives it into scratch. Last round
+// (unfold): the taker sends the result, the giver receives it into its output.
+Status Rabenseifner::post_fold(int round) {
+  if (!fold_.gives() && !fold_.takes()) return Status::ok();
+  const uint64_t chunk = static_cast<uint64_t>(round);
+  const uint64_t bytes = args_.output.bytes();
+  const bool unfold = round != 0;
+  if (fold_.gives() != unfold) {
+    return messenger().send(fold_.fold_peer, chunk, args_.output.data, bytes, transfers().add());
+  }
+  void* into = unfold ? args_.output.data : scratch_.get();
+  return messenger().recv(fold_.fold_peer, chunk, into, bytes, transfers().add());
+}
+
+Status Rabenseifner::post_halving(int round) {
+  const int mask = fold_.pof2 >> round;
+  const int mid = (lo_ + hi_) / 2;
+  keep_lo_ = upper(mask) ? mid : lo_;
+  keep_hi_ = upper(mask) ? hi_ : mid;
+  const int give_lo = upper(mask) ? lo_ : mid;
+  const int give_hi = upper(mask) ? mid : hi_;
+  const uint64_t chunk = static_cast<uint64_t>(round);
+  TG_RETURN_IF_ERROR(messenger().send(partner(mask), chunk, output_at(block_start(give_lo)),
+                                      bytes_between(give_lo, give_hi), transfers().add()));
+  TG_RETURN_IF_ERROR(messenger().recv(partner(mask), chunk, scratch_.get(),
+                                      bytes_between(keep_lo_, keep_hi_), transfers().add()));
+  return Status::ok();
+}
+
+Status Rabenseifner::post_doubling(int round) {
+  const int mask = 1 << (round - steps_ - 1);
+  const int width = hi_ - lo_;
+  const int their_lo = upper(mask) ? lo_ - width : hi_;
+  const uint64_t chunk = static_cast<uint64_t>(round);
+  TG_RETURN_IF_ERROR(messenger().send(partner(mask), chunk, output_at(block_start(lo_)),
+                                      bytes_between(lo_, hi_), transfers().add()));
+  TG_RETURN_IF_ERROR(messenger().recv(partner(mask), chunk, output_at(block_start(their_lo)),
+                                      bytes_between(their_lo, their_lo + width),
+                                      transfers().add()));
+  return Status::ok();
+}
+
+Status Rabenseifner::post_round(int round, bool* exists) {
+  const int unfold = 2 * steps_ + 1;
+  *exists = round <= unfold;
+  if (round == steps_ + 1 && !fold_.sits_out() && args_.reduce_op == TIDEGATE_AVG) {
+    // This rank owns block new_rank now; finalise it once before it is sent to everybody.
+    finalize_average(output_at(block_start(lo_)), block_start(hi_) - block_start(lo_),
+                     args_.output.dtype, messenger().size());
+  }
+  if (round == 0 || round == unfold) return post_fold(round);
+  if (round > unfold || fold_.sits_out()) return Status::ok();
+  if (round <= steps_) return post_halving(round);
+  return post_doubling(round);
+}
+
+Status Rabenseifner::finish_round(int round) {
+  if (round == 0 && fold_.takes()) {
+    // The giver is rank - 1: its value goes first.
+    reduce(args_.output.data, scratch_.get(), args_.output.data, args_.output.count,
+           args_.output.dtype, args_.reduce_op);
+  } else if (round >= 1 && round <= steps_ && !fold_.sits_out()) {
+    const int mask = fold_.pof2 >> round;
+    char* kept = output_at(block_start(keep_lo_));
+    const int64_t count = block_start(keep_hi_) - block_start(keep_lo_);
+    const void* lower = upper(mask) ? static_cast<const void*>(scratch_.get()) : kept;
+    const void* higher = upper(mask) ? static_cast<const void*>(kept) : scratch_.get();
+    reduce(kept, lower, higher, count, args_.output.dtype, args_.reduce_op);
+    lo_ = keep_lo_;
+    hi_ = keep_hi_;
+  } else if (round > steps_ && round <= 2 * steps_ && !fold_.sits_out()) {
+    const int mask = 1 << (round - steps_ - 1);
+    const int width = hi_ - lo_;
+    if (upper(mask))
+      lo_ -= width;
+    else
+      hi_ += width;
+  }
+  return Status::ok();
+}
+
+}  // namespace
+
+Status make_allreduce_rabenseifner(const TaskContext& context, const CollectiveArgs& args,
+                                   std::unique_ptr<CollectiveTask>* task) {
+  TG_RETURN_IF_ERROR(validate_reduction_args(args));
+  TG_CHECK_ARG(args.output.count == args.input.count,
+               "allreduce: input and output must have the same count");
+  *task = std::make_unique<Rabenseifner>(context, args);
+  return Status::ok();
+}
+
+}  // namespace tidegate

@@ -1,0 +1,121 @@
+// Recursive-doubling allreduce, for small messages: log2(P) rounds in which partners at
+// distance 1, 2, 4, ... exchange their whole vectors and both combine them. Latency-optimal
+// (one message per round) but each round moves the whole vector, hence the size rule sends
+// only small tensors here. Non-powers of two fold in first (fold.h).
+//
+// Bitwise identity: both partners compute the same combine with the same operand order, the
+// lower new rank's value first, so after every round the two hold identical bits; AVG is then
+// finalised identically on every rank of the power-of-two phase, before the folded-out ranks
+// get the finished bytes back.
+//
+// Rounds (the chunk field carries the round): 0 fold, 1..L exchange, L+1 unfold.
+#include <memory>
+
+#include "collectives/algorithms.h"
+#include "collectives/allreduce/fold.h"
+#include "collectives/reduce.h"
+#include "collectives/task_kit.h"
+
+namespace tidegate {
+
+namespace {
+
+class RecursiveDoubling : public RoundTask {
+ public:
+  RecursiveDoubling(const TaskContext& context, const CollectiveArgs& args)
+      : RoundTask(context, op_identity(context, args)),
+        args_(args),
+        fold_(Fold::plan(context.rank, context.size)),
+        bytes_(args.output.bytes()) {}
+
+  Status start() override {
+    copy_unless_same(args_.output.data, args_.input.data, bytes_);
+    if (messenger().size() > 1 && bytes_ > 0) {
+      scratch_ = std::make_unique_for_overwrite<char[]>(bytes_);
+    }
+    return RoundTask::start();
+  }
+
+  const char* algorithm() const override { return "recursive_doubling"; }
+
+ protected:
+  Status post_round(int round, bool* exists) override;
+  Status finish_round(int round) override;
+
+ private:
+  // The partner's real rank in exchange round `round` (1..L), and its new rank.
+  int partner_new_rank(int round) const { return fold_.new_rank ^ (1 << (round - 1)); }
+
+  Status exchange(int peer, int round) {
+    TG_RETURN_IF_ERROR(messenger().send(peer, static_cast<uint64_t>(round), args_.output.data,
+                                        bytes_, transfers().add()));
+    TG_RETURN_IF_ERROR(messenger().recv(peer, static_cast<uint64_t>(round), scratch_.get(), bytes_,
+                                        transfers().add()));
+    return Status::ok();
+  }
+
+  void combine(bool received_is_lower) {
+    void* acc = args_.output.data;
+    const void* lower = received_is_lower ? scratch_.get() : acc;
+    const void* upper = received_is_lower ? acc : scratch_.get();
+    reduce(acc, lower, upper, args_.output.count, args_.output.dtype, args_.reduce_op);
+  }
+
+  CollectiveArgs args_;
+  Fold fold_;
+  size_t bytes_;
+  std::unique_ptr<char[]> scratch_;
+};
+
+Status RecursiveDoubling::post_round(int round, bool* exists) {
+  const int last = fold_.steps() + 1;
+  *exists = round <= last;
+  const uint64_t chunk = static_cast<uint64_t>(round);
+  if (round == 0) {
+    if (fold_.gives()) {
+      TG_RETURN_IF_ERROR(
+          messenger().send(fold_.fold_peer, chunk, args_.output.data, bytes_, transfers().add()));
+    } else if (fold_.takes()) {
+      TG_RETURN_IF_ERROR(
+          messenger().recv(fold_.fold_peer, chunk, scratch_.get(), bytes_, transfers().add()));
+    }
+  } else if (round < last) {
+    if (!fold_.sits_out())
+      TG_RETURN_IF_ERROR(exchange(fold_.real_rank(partner_new_rank(round)), round));
+  } else if (round == last) {
+    if (!fold_.sits_out() && args_.reduce_op == TIDEGATE_AVG) {
+      finalize_average(args_.output.data, args_.output.count, args_.output.dtype,
+                       messenger().size());
+    }
+    if (fold_.takes()) {
+      TG_RETURN_IF_ERROR(
+          messenger().send(fold_.fold_peer, chunk, args_.output.data, bytes_, transfers().add()));
+    } else if (fold_.gives()) {
+      TG_RETURN_IF_ERROR(
+          messenger().recv(fold_.fold_peer, chunk, args_.output.data, bytes_, transfers().add()));
+    }
+  }
+  return Status::ok();
+}
+
+Status RecursiveDoubling::finish_round(int round) {
+  if (round == 0) {
+    if (fold_.takes()) combine(/*received_is_lower=*/true);  // the giver is rank - 1
+  } else if (round <= fold_.steps() && !fold_.sits_out()) {
+    combine(/*received_is_lower=*/partner_new_rank(round) < fold_.new_rank);
+  }
+  return Status::ok();
+}
+
+}  // namespace
+
+Status make_allreduce_recursive_doubling(const TaskContext& context, const CollectiveArgs& args,
+                                         std::unique_ptr<CollectiveTask>* task) {
+  TG_RETURN_IF_ERROR(validate_reduction_args(args));
+  TG_CHECK_ARG(args.output.count == args.input.count,
+               "allreduce: input and output must have the same count");
+  *task = std::make_unique<RecursiveDoubling>(context, args);
+  return Status::ok();
+}
+
+}  // namespace tidegate

@@ -1,0 +1,181 @@
+#include "collectives/task_kit.h"
+
+#include <cstring>
+
+namespace tidegate {
+
+namespace {
+
+// FNV-1a over the per-rank counts of an allgatherv: ranks that pass different count arrays
+// with the same total still disagree on the header's aux field at the first message.
+int32_t hash_counts(const std::vector<int64_t>& counts) {
+  uint32_t hash = 2166136261u;
+  for (int64_t count : counts) {
+    uint64_t value = static_cast<uint64_t>(count);
+    for (int byte = 0; byte < 8; ++byte) {
+      hash ^= static_cast<uint32_t>(value & 0xffu);
+      hash *= 16777619u;
+      value >>= 8;
+    }
+  }
+  return static_cast<int32_t>(hash);
+}
+
+// The element count that identifies the op (see op_identity in the header).
+int64_t defining_count(const CollectiveArgs& args) {
+  switch (args.kind) {
+    case OpKind::kAllreduce:
+    case OpKind::kReduceScatter:
+    case OpKind::kAllgather:
+      return args.input.count;
+    case OpKind::kAllgatherv: {
+      int64_t total = 0;
+      for (int64_t count : args.counts) total += count;
+      return total;
+    }
+    case OpKind::kBroadcast:
+      return args.output.count;
+    case OpKind::kBarrier:
+    case OpKind::kAlltoallv:
+    case OpKind::kInternal:
+      return 0;
+  }
+  return 0;
+}
+
+}  // namespace
+
+WireHeader op_identity(const TaskContext& context, const CollectiveArgs& args) {
+  WireHeader h;
+  h.comm_id = context.comm_id;
+  h.op_seq = args.op_seq;
+  h.op_kind = args.kind;
+  h.count = defining_count(args);
+  switch (args.kind) {
+    case OpKind::kAllreduce:
+    case OpKind::kReduceScatter:
+      h.dtype = static_cast<uint8_t>(args.input.dtype);
+      h.reduce_op = static_cast<uint8_t>(args.reduce_op);
+      break;
+    case OpKind::kBroadcast:
+      h.dtype = static_cast<uint8_t>(args.output.dtype);
+      h.aux = args.root;
+      break;
+    case OpKind::kAllgatherv:
+      h.dtype = static_cast<uint8_t>(args.input.dtype);
+      h.aux = hash_counts(args.counts);
+      break;
+    case OpKind::kAllgather:
+    case OpKind::kAlltoallv:
+      h.dtype = static_cast<uint8_t>(args.input.dtype);
+      break;
+    case OpKind::kBarrier:
+    case OpKind::kInternal:
+      break;
+  }
+  return h;
+}
+
+WireHeader Messenger::header(int sender, uint64_t chunk, uint64_t bytes) const {
+  WireHeader h = op_;
+  h.sender_rank = static_cast<uint32_t>(sender);
+  // Both sides number messages the same way, so truncation to 32 bits wraps identically.
+  h.chunk = static_cast<uint32_t>(chunk);
+  h.payload_bytes = bytes;
+  return h;
+}
+
+Status Messenger::send(int peer, uint64_t chunk, const void* data, uint64_t bytes,
+                       Transport::Handle* handle) {
+  return send_header(peer, header(context_.rank, chunk, bytes), data, handle);
+}
+
+Status Messenger::recv(int peer, uint64_t chunk, void* data, uint64_t bytes,
+                       Transport::Handle* handle) {
+  return recv_header(peer, header(peer, chunk, bytes), data, handle);
+}
+
+Status Messenger::send_header(int peer, const WireHeader& h, const void* data,
+                              Transport::Handle* handle) {
+  TG_RETURN_IF_ERROR(context_.transport->isend(peer, context_.channel, h, data,
+                                               static_cast<size_t>(h.payload_bytes), handle));
+  return Status::ok();
+}
+
+Status Messenger::recv_header(int peer, const WireHeader& expected, void* data,
+                              Transport::Handle* handle) {
+  TG_RETURN_IF_ERROR(context_.transport->irecv(
+      peer, context_.channel, expected, data, static_cast<size_t>(expected.payload_bytes), handle));
+  return Status::ok();
+}
+
+Status Messenger::test(Transport::Handle* handle, bool* done) {
+  if (*handle == 0) {
+    *done = true;
+    return Status::ok();
+  }
+  bool finished = false;
+  TG_RETURN_IF_ERROR(context_.transport->test(*handle, &finished));
+  if (finished) *handle = 0;
+  *done = finished;
+  return Status::ok();
+}
+
+Status TransferSet::test_all(Messenger& messenger, bool* all_done) {
+  bool all = true;
+  for (Transport::Handle& handle : handles_) {
+    bool done = false;
+    TG_RETURN_IF_ERROR(messenger.test(&handle, &done));
+    all = all && done;
+  }
+  if (all) handles_.clear();
+  *all_done = all;
+  return Status::ok();
+}
+
+Status RoundTask::start() {
+  bool exists = false;
+  TG_RETURN_IF_ERROR(post_round(0, &exists));
+  finished_ = !exists;
+  return Status::ok();
+}
+
+Status RoundTask::advance(bool* done) {
+  // Rounds whose transfers are already complete (or that posted none) run back to back.
+  while (!finished_) {
+    bool all_done = false;
+    TG_RETURN_IF_ERROR(transfers_.test_all(messenger_, &all_done));
+    if (!all_done) break;
+    TG_RETURN_IF_ERROR(finish_round(round_));
+    ++round_;
+    bool exists = false;
+    TG_RETURN_IF_ERROR(post_round(round_, &exists));
+    finished_ = !exists;
+  }
+  *done = finished_;
+  return Status::ok();
+}
+
+Status SequenceTask::start() {
+  if (steps_.empty()) return Status::ok();
+  TG_RETURN_IF_ERROR(steps_[0]->start());
+  return Status::ok();
+}
+
+Status SequenceTask::advance(bool* done) {
+  while (current_ < steps_.size()) {
+    bool step_done = false;
+    TG_RETURN_IF_ERROR(steps_[current_]->advance(&step_done));
+    if (!step_done) break;
+    ++current_;
+    if (current_ < steps_.size()) TG_RETURN_IF_ERROR(steps_[current_]->start());
+  }
+  *done = current_ == steps_.size();
+  return Status::ok();
+}
+
+void copy_unless_same(void* dst, const void* src, uint64_t bytes) {
+  if (dst != src && bytes > 0) std::memcpy(dst, src, static_cast<size_t>(bytes));
+}
+
+}  // namespace tidegate

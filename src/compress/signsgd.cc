@@ -1,0 +1,230 @@
+// signSGD (Bernstein et al., 2018) with majority vote. encode() keeps one bit per element,
+// x < 0 (so -0 and +0 vote +1); decode() gives +1 or -1.
+//
+// Payloads are summable: a signsgd payload is, for each element, the number of negative votes
+// among `voters` payloads, width bits_for(voters) bits each. An encoded payload is the case
+// voters = 1 (1 bit: 1 = negative). sum_payloads() adds the counts of two payloads (voters add
+// up); decoding a summed payload gives the majority vote: -1 when negative votes are more than
+// half, +1 when fewer, 0 on a tie.
+//   PayloadHeader (codec, dtype, count) | u32 voters | u8 width | 3 zero bytes | counts
+// Spec: signsgd (no parameters). Deterministic; biased, so it asks for error feedback.
+#include <algorithm>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "collectives/half.h"
+#include "compress/bitpack.h"
+#include "compress/codec_spec.h"
+#include "compress/float_io.h"
+#include "compress/parallel.h"
+#include "compress/payload.h"
+#include "compress/simd.h"
+
+namespace tidegate {
+
+namespace {
+
+constexpr int64_t kChunk = 4096;
+constexpr size_t kParamBytes = 8;
+constexpr uint32_t kMaxVoters = uint32_t{1} << 31;
+
+// Packs the sign bits of x[0, n); false when some element is not finite.
+TG_VECTOR_CLONES bool pack_signs(const float* TG_RESTRICT x, int64_t n, uint8_t* packed) {
+  uint8_t codes[kChunk];
+  uint32_t bad = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    bad |= (float_bits(x[i]) & 0x7f800000u) == 0x7f800000u;
+    codes[i] = x[i] < 0 ? 1 : 0;
+  }
+  pack_codes(codes, n, 1, packed);
+  return bad == 0;
+}
+
+TG_VECTOR_CLONES void unpack_signs(const uint8_t* packed, int64_t n, float* TG_RESTRICT out, bool add) {
+  uint8_t codes[kChunk];
+  unpack_codes(packed, n, 1, codes);
+  if (add) {
+    for (int64_t i = 0; i < n; ++i) out[i] += codes[i] ? -1.0f : 1.0f;
+  } else {
+    for (int64_t i = 0; i < n; ++i) out[i] = codes[i] ? -1.0f : 1.0f;
+  }
+}
+
+struct Votes {
+  uint32_t voters = 0;
+  unsigned width = 0;
+  const uint8_t* counts = nullptr;
+};
+
+class SignSgdCodec final : public Codec {
+ public:
+  CodecId id() const override { return CodecId::kSignSgd; }
+  std::string spec() const override { return "signsgd"; }
+  bool deterministic() const override { return true; }
+  bool wants_error_feedback() const override { return true; }
+  bool payloads_summable() const override { return true; }
+
+  size_t max_payload_bytes(const TensorView& like) const override { return votes_bytes(like.count, 1); }
+  size_t max_summed_payload_bytes(const TensorView& like, int64_t parties) const override {
+    return parties >= 1 && parties <= kMaxVoters ? votes_bytes(like.count, static_cast<uint32_t>(parties)) : 0;
+  }
+
+  Status encode(const TensorView& input, const EncodeContext& context, uint8_t* out, size_t capacity,
+                size_t* written) const override;
+  Status decode(const uint8_t* payload, size_t bytes, const TensorView& output) const override {
+    return decode_into(payload, bytes, output, false);
+  }
+  Status decode_add(const uint8_t* payload, size_t bytes, const TensorView& output) const override {
+    return decode_into(payload, bytes, output, true);
+  }
+  Status sum_payloads(const uint8_t* a, size_t a_bytes, const uint8_t* b, size_t b_bytes, const TensorView& like,
+                      uint8_t* out, size_t capacity, size_t* written) const override;
+
+ private:
+  static size_t votes_bytes(int64_t count, uint32_t voters) {
+    return kPayloadHeaderBytes + kParamBytes + packed_bytes(static_cast<uint64_t>(count), bits_for(voters));
+  }
+  Status parse(const uint8_t* payload, size_t bytes, int64_t count, Votes* votes) const;
+  Status check_counts(const Votes& votes, int64_t count) const;
+  Status decode_into(const uint8_t* payload, size_t bytes, const TensorView& output, bool add) const;
+};
+
+Status SignSgdCodec::encode(const TensorView& input, const EncodeContext& context, uint8_t* out, size_t capacity,
+                            size_t* written) const {
+  TG_RETURN_IF_ERROR(check_codec_tensor(id(), input, "input"));
+  TG_CHECK_ARG(capacity >= max_payload_bytes(input), "signsgd codec: output capacity " + std::to_string(capacity) +
+                                                         " is below max_payload_bytes " +
+                                                         std::to_string(max_payload_bytes(input)));
+  PayloadWriter writer(out, capacity);
+  writer.header({id(), static_cast<uint8_t>(input.dtype), 0, input.count});
+  writer.put<uint32_t>(1);
+  writer.put<uint32_t>(1);  // width 1 and three zero bytes
+  uint8_t* bits = writer.claim(packed_bytes(static_cast<uint64_t>(input.count), 1));
+  TG_RETURN_IF_ERROR(writer.status());
+  const int64_t chunks = (input.count + kChunk - 1) / kChunk;
+  TG_RETURN_IF_ERROR(parallel_ranges(context.threads, chunks, 64, [&](int64_t begin, int64_t end) {
+    std::vector<float> scratch(input.dtype == TIDEGATE_FLOAT32 ? 0 : kChunk);
+    for (int64_t c = begin; c < end; ++c) {
+      const int64_t first = c * kChunk;
+      const int64_t n = std::min(kChunk, input.count - first);
+      const float* x = floats_at(input, first, n, scratch.data());
+      if (!pack_signs(x, n, bits + first / 8)) {
+        const int64_t bad = first + first_nonfinite(x, n);
+        return nonfinite_input(id(), bad, element_value(input, bad));
+      }
+    }
+    return Status::ok();
+  }));
+  *written = writer.size();
+  return Status::ok();
+}
+
+Status SignSgdCodec::parse(const uint8_t* payload, size_t bytes, int64_t count, Votes* votes) const {
+  PayloadReader reader(payload, bytes);
+  PayloadHeader header;
+  TG_RETURN_IF_ERROR(reader.header(id(), count, &header));
+  uint8_t width = 0, reserved[3];
+  TG_RETURN_IF_ERROR(reader.get(&votes->voters));
+  TG_RETURN_IF_ERROR(reader.get(&width));
+  TG_RETURN_IF_ERROR(reader.get(&reserved));
+  if (votes->voters < 1 || votes->voters > kMaxVoters || width != bits_for(votes->voters)) {
+    return protocol_error("signsgd payload has " + std::to_string(votes->voters) + " voters and width " +
+                          std::to_string(width) + " (voters must be 1..2^31, width bits_for(voters))");
+  }
+  votes->width = width;
+  const size_t data = packed_bytes(static_cast<uint64_t>(count), width);
+  if (reader.remaining() != data) {
+    return protocol_error("signsgd payload is " + std::to_string(bytes) + " bytes; " + std::to_string(count) +
+                          " elements need exactly " + std::to_string(votes_bytes(count, votes->voters)));
+  }
+  return reader.take(data, &votes->counts);
+}
+
+// Counts above the number of voters cannot come from an encoder or a sum.
+Status SignSgdCodec::check_counts(const Votes& votes, int64_t count) const {
+  if (votes.voters == 1) return Status::ok();  // every 1-bit count is valid
+  uint32_t values[kChunk];
+  for (int64_t first = 0; first < count; first += kChunk) {
+    const int64_t n = std::min(kChunk, count - first);
+    unpack_bits(votes.counts + static_cast<size_t>(first / 8) * votes.width, n, votes.width, values);
+    for (int64_t i = 0; i < n; ++i) {
+      if (values[i] > votes.voters) {
+        return protocol_error("signsgd payload counts " + std::to_string(values[i]) + " negative votes of " +
+                              std::to_string(votes.voters) + " voters at element " + std::to_string(first + i));
+      }
+    }
+  }
+  return Status::ok();
+}
+
+Status SignSgdCodec::decode_into(const uint8_t* payload, size_t bytes, const TensorView& output, bool add) const {
+  TG_RETURN_IF_ERROR(check_codec_tensor(id(), output, "output"));
+  Votes votes;
+  TG_RETURN_IF_ERROR(parse(payload, bytes, output.count, &votes));
+  TG_RETURN_IF_ERROR(check_counts(votes, output.count));  // before writing: no half-added output
+  float values[kChunk];
+  uint32_t counts[kChunk];
+  const bool direct = output.dtype == TIDEGATE_FLOAT32;
+  for (int64_t first = 0; first < output.count; first += kChunk) {
+    const int64_t n = std::min(kChunk, output.count - first);
+    const uint8_t* packed = votes.counts + static_cast<size_t>(first / 8) * votes.width;
+    float* out = direct ? static_cast<float*>(output.data) + first : values;
+    const bool add_here = direct && add;
+    if (votes.voters == 1) {
+      unpack_signs(packed, n, out, add_here);
+    } else {
+      unpack_bits(packed, n, votes.width, counts);
+      const uint64_t voters = votes.voters;
+      for (int64_t i = 0; i < n; ++i) {
+        const uint64_t twice = uint64_t{counts[i]} * 2;
+        const float v = twice > voters ? -1.0f : (twice < voters ? 1.0f : 0.0f);
+        out[i] = add_here ? out[i] + v : v;
+      }
+    }
+    if (!direct) store_floats(values, n, output, first, add);
+  }
+  return Status::ok();
+}
+
+Status SignSgdCodec::sum_payloads(const uint8_t* a, size_t a_bytes, const uint8_t* b, size_t b_bytes,
+                                  const TensorView& like, uint8_t* out, size_t capacity, size_t* written) const {
+  TG_CHECK_ARG(like.count >= 0, "signsgd sum_payloads: negative count");
+  Votes va, vb;
+  TG_RETURN_IF_ERROR(parse(a, a_bytes, like.count, &va));
+  TG_RETURN_IF_ERROR(parse(b, b_bytes, like.count, &vb));
+  const uint64_t voters = uint64_t{va.voters} + vb.voters;
+  TG_CHECK_ARG(voters <= kMaxVoters, "signsgd sum_payloads: more than 2^31 voters");
+  const unsigned width = bits_for(voters);
+  const size_t total = votes_bytes(like.count, static_cast<uint32_t>(voters));
+  TG_CHECK_ARG(capacity >= total, "signsgd sum_payloads: output capacity " + std::to_string(capacity) +
+                                      " is below max_summed_payload_bytes " + std::to_string(total));
+  TG_RETURN_IF_ERROR(check_counts(va, like.count));
+  TG_RETURN_IF_ERROR(check_counts(vb, like.count));
+  PayloadWriter writer(out, capacity);
+  writer.header({id(), static_cast<uint8_t>(like.dtype), 0, like.count});
+  writer.put<uint32_t>(static_cast<uint32_t>(voters));
+  writer.put<uint32_t>(width);  // width and three zero bytes
+  uint8_t* counts = writer.claim(packed_bytes(static_cast<uint64_t>(like.count), width));
+  TG_RETURN_IF_ERROR(writer.status());
+  uint32_t ca[kChunk], cb[kChunk];
+  for (int64_t first = 0; first < like.count; first += kChunk) {
+    const int64_t n = std::min(kChunk, like.count - first);
+    unpack_bits(va.counts + static_cast<size_t>(first / 8) * va.width, n, va.width, ca);
+    unpack_bits(vb.counts + static_cast<size_t>(first / 8) * vb.width, n, vb.width, cb);
+    for (int64_t i = 0; i < n; ++i) ca[i] += cb[i];
+    pack_bits(ca, n, width, counts + static_cast<size_t>(first / 8) * width);
+  }
+  *written = writer.size();
+  return Status::ok();
+}
+
+}  // namespace
+
+Status make_signsgd_codec(CodecParams&, std::unique_ptr<Codec>* codec) {
+  *codec = std::make_unique<SignSgdCodec>();
+  return Status::ok();
+}
+
+}  // namespace tidegate

@@ -1,0 +1,99 @@
+#include "compress/topk.h"
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <vector>
+
+#include "compress/codec_spec.h"
+#include "compress/float_io.h"
+#include "compress/sparse_payload.h"
+
+namespace tidegate {
+
+int64_t k_from_ratio(double ratio, int64_t count) {
+  if (count <= 0 || !(ratio > 0)) return 0;
+  const double k = std::round(ratio * static_cast<double>(count));
+  if (k >= static_cast<double>(count)) return count;
+  return std::max<int64_t>(1, static_cast<int64_t>(k));
+}
+
+std::string format_spec_double(double value) {
+  char buffer[64];
+  const auto result = std::to_chars(buffer, buffer + sizeof buffer, value);
+  return std::string(buffer, result.ptr);
+}
+
+Status TopKCodec::create(const TopKConfig& config, std::unique_ptr<Codec>* codec) {
+  if (config.k < 0) {
+    TG_CHECK_ARG(std::isfinite(config.ratio) && config.ratio >= 0 && config.ratio <= 1,
+                 "topk: ratio must be in [0, 1], got " + format_spec_double(config.ratio));
+  }
+  TG_CHECK_ARG(config.mode == TopKMode::kExact || config.mode == TopKMode::kApprox, "topk: unknown mode");
+  codec->reset(new TopKCodec(config));
+  return Status::ok();
+}
+
+std::string TopKCodec::spec() const {
+  const std::string size = config_.k >= 0 ? "k=" + std::to_string(config_.k) : "ratio=" + format_spec_double(config_.ratio);
+  return "topk:" + size + (config_.mode == TopKMode::kApprox ? ",mode=approx" : ",mode=exact");
+}
+
+int64_t TopKCodec::k_for(int64_t count) const {
+  if (count <= 0) return 0;
+  return config_.k >= 0 ? std::min(config_.k, count) : k_from_ratio(config_.ratio, count);
+}
+
+size_t TopKCodec::max_payload_bytes(const TensorView& like) const {
+  if (like.count < 0 || like.count > kMaxSparseCount) return kSparsePrefixBytes;
+  return sparse_payload_bound(like.count, k_for(like.count));
+}
+
+Status TopKCodec::encode(const TensorView& input, const EncodeContext& /*context: top-k uses no randomness*/,
+                         uint8_t* out, size_t capacity, size_t* written) const {
+  TG_RETURN_IF_ERROR(check_sparse_tensor(CodecId::kTopK, input, "input"));
+  const size_t bound = max_payload_bytes(input);
+  TG_CHECK_ARG(capacity >= bound, "topk codec: output capacity " + std::to_string(capacity) +
+                                      " is below max_payload_bytes " + std::to_string(bound));
+  const int64_t n = input.count;
+  std::vector<float> converted(input.dtype == TIDEGATE_FLOAT32 ? 0 : static_cast<size_t>(n));
+  const float* x = n > 0 ? floats_at(input, 0, n, converted.data()) : nullptr;
+  const int64_t k = k_for(n);
+  const uint8_t flags = config_.mode == TopKMode::kApprox ? kTopKApproxFlag : 0;
+  if (k >= n) {
+    // Everything is kept: send the tensor as it is, once checked.
+    const int64_t bad = first_nonfinite(x, n);
+    if (bad >= 0) return nonfinite_input(CodecId::kTopK, bad, element_value(input, bad));
+    return write_dense_sparse_payload(CodecId::kTopK, input.dtype, flags, n, x, out, capacity, written);
+  }
+  TopKSelection selection;
+  select_top_k(x, n, k, config_.mode, &selection);
+  if (selection.nonfinite >= 0) {
+    return nonfinite_input(CodecId::kTopK, selection.nonfinite, element_value(input, selection.nonfinite));
+  }
+  return write_sparse_payload(CodecId::kTopK, input.dtype, flags, n, selection.indices.get(), selection.values.get(),
+                              selection.size, out, capacity, written);
+}
+
+Status TopKCodec::decode(const uint8_t* payload, size_t bytes, const TensorView& output) const {
+  return decode_sparse_payload(CodecId::kTopK, kTopKApproxFlag, payload, bytes, output, /*add=*/false);
+}
+
+Status TopKCodec::decode_add(const uint8_t* payload, size_t bytes, const TensorView& output) const {
+  return decode_sparse_payload(CodecId::kTopK, kTopKApproxFlag, payload, bytes, output, /*add=*/true);
+}
+
+Status make_topk_codec(CodecParams& params, std::unique_ptr<Codec>* codec) {
+  TopKConfig config;
+  int64_t k = -1;
+  std::string mode;
+  TG_RETURN_IF_ERROR(params.get_double("ratio", 0.01, 0, 1, &config.ratio));
+  TG_RETURN_IF_ERROR(params.get_int("k", -1, 0, kMaxSparseCount, &k));
+  TG_RETURN_IF_ERROR(params.get_choice("mode", "exact", {"exact", "approx"}, &mode));
+  if (params.has("k") && params.has("ratio")) return params.invalid("k", "a count, given instead of ratio (not with it)");
+  config.k = params.has("k") ? k : -1;
+  config.mode = mode == "approx" ? TopKMode::kApprox : TopKMode::kExact;
+  return TopKCodec::create(config, codec);
+}
+
+}  // namespace tidegate

@@ -1,0 +1,64 @@
+// Top-k sparsification: keep the k elements of largest magnitude, send their indices and exact
+// values (sparse_payload.h), decode by scatter. Spec: "topk:ratio=0.01", "topk:k=1000", with
+// ",mode=approx" for the sampled-threshold variant (DGC). Canonical spec:
+// "topk:ratio=<r>,mode=exact|approx" or "topk:k=<k>,mode=exact|approx".
+//
+//  - k = round(ratio * n), at least 1 when ratio > 0 (so error feedback eventually sends every
+//    element of a small tensor), or the fixed k, never more than n.
+//  - Ties are broken by the lower index, so the selection is a pure function of the tensor:
+//    deterministic() is true and the seed is not used.
+//  - mode=exact keeps exactly min(k, n) elements. mode=approx keeps the exact top k' with
+//    ceil(0.8 k) <= k' <= k, reading the tensor once (topk_select.h explains both).
+//  - k >= n sends the tensor dense; k = 0 sends no element (but still checks for NaN/Inf).
+//  - Float32 host tensors; NaN or Inf input is INVALID_ARGUMENT naming the first bad element.
+//  - The payload's flag bit kTopKApproxFlag records the mode (informational).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "compress/codec.h"
+#include "compress/topk_select.h"
+
+namespace tidegate {
+
+inline constexpr uint8_t kTopKApproxFlag = 0x04;
+
+struct TopKConfig {
+  double ratio = 0.01;  // used when k < 0
+  int64_t k = -1;       // a fixed k when >= 0
+  TopKMode mode = TopKMode::kExact;
+};
+
+class TopKCodec final : public Codec {
+ public:
+  // INVALID_ARGUMENT unless 0 <= ratio <= 1 (finite) or k >= 0.
+  static Status create(const TopKConfig& config, std::unique_ptr<Codec>* codec);
+
+  CodecId id() const override { return CodecId::kTopK; }
+  std::string spec() const override;
+  size_t max_payload_bytes(const TensorView& like) const override;
+  Status encode(const TensorView& input, const EncodeContext& context, uint8_t* out, size_t capacity,
+                size_t* written) const override;
+  Status decode(const uint8_t* payload, size_t bytes, const TensorView& output) const override;
+  Status decode_add(const uint8_t* payload, size_t bytes, const TensorView& output) const override;
+  bool deterministic() const override { return true; }
+
+  // The number of elements kept for a tensor of `count` elements (an upper bound in approx mode).
+  int64_t k_for(int64_t count) const;
+  const TopKConfig& config() const { return config_; }
+
+ private:
+  explicit TopKCodec(const TopKConfig& config) : config_(config) {}
+  TopKConfig config_;
+};
+
+// k = round(ratio * count), at least 1 when ratio > 0 and count > 0, at most count. Shared with
+// random-k so both codecs keep the same number of elements for the same ratio.
+int64_t k_from_ratio(double ratio, int64_t count);
+
+// Shortest decimal that reads back as the same double ("0.01"), for canonical spec strings.
+std::string format_spec_double(double value);
+
+}  // namespace tidegate

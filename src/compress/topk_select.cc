@@ -1,0 +1,183 @@
+#include "compress/topk_select.h"
+
+#include <algorithm>
+#include <bit>
+#include <cmath>
+#include <functional>
+#include <memory>
+
+#include "compress/float_io.h"
+#include "compress/magnitude_scan.h"
+#include "compress/seeded_random.h"
+
+namespace tidegate {
+namespace {
+
+constexpr int64_t kSampleSize = 16384;
+// The sample positions are fixed (not from EncodeContext::seed), so top-k stays deterministic.
+constexpr uint64_t kSampleSeed = 0x746f706b73616d70ull;  // "topksamp"
+constexpr double kApproxLowerBound = 0.8;
+
+// The buffer of collected elements, always in ascending index order. Arrays are allocated
+// uninitialised (only the part in use is ever touched) with a block of slack past capacity, so
+// a block's hits can be appended before the capacity check of the next block.
+struct Candidates {
+  explicit Candidates(int64_t slots) : capacity(slots) {
+    kept.indices = std::make_unique_for_overwrite<int64_t[]>(static_cast<size_t>(slots + kScanBlock));
+    kept.values = std::make_unique_for_overwrite<float[]>(static_cast<size_t>(slots + kScanBlock));
+  }
+  int64_t capacity;
+  TopKSelection kept;                   // indices, values and size of the buffer
+  std::unique_ptr<uint32_t[]> scratch;  // magnitudes for nth_element, allocated on first use
+};
+
+// Keeps the best `keep` candidates (1 <= keep <= size) in index order and returns the magnitude
+// of the weakest one kept. Of the candidates with exactly that magnitude, the lowest-indexed win.
+uint32_t keep_best(Candidates* c, int64_t keep) {
+  TopKSelection& b = c->kept;
+  if (!c->scratch) c->scratch = std::make_unique_for_overwrite<uint32_t[]>(static_cast<size_t>(c->capacity + kScanBlock));
+  uint32_t* magnitudes = c->scratch.get();
+  for (int64_t i = 0; i < b.size; ++i) magnitudes[i] = magnitude_bits(b.values[i]);
+  std::nth_element(magnitudes, magnitudes + (keep - 1), magnitudes + b.size, std::greater<>());
+  const uint32_t weakest = magnitudes[keep - 1];
+  int64_t above = 0;
+  for (int64_t i = 0; i < b.size; ++i) above += magnitude_bits(b.values[i]) > weakest ? 1 : 0;
+  int64_t ties_left = keep - above;
+  int64_t out = 0;
+  for (int64_t i = 0; i < b.size; ++i) {
+    const uint32_t m = magnitude_bits(b.values[i]);
+    if (m > weakest || (m == weakest && ties_left-- > 0)) {
+      b.indices[out] = b.indices[i];
+      b.values[out] = b.values[i];
+      ++out;
+    }
+  }
+  b.size = keep;
+  return weakest;
+}
+
+// Appends the block's elements whose bits are set in `hits`. Returns the first non-finite
+// one's index (every non-finite element passes any threshold, so it is among the hits), or -1.
+int64_t append_hits(const float* x, int64_t begin, uint32_t hits, TopKSelection* b) {
+  int64_t size = b->size;
+  uint32_t non_finite = 0;
+  for (; hits != 0; hits &= hits - 1) {
+    const int64_t j = begin + std::countr_zero(hits);
+    non_finite |= magnitude_bits(x[j]) >= kNonFiniteMagnitude ? 1u : 0u;
+    b->indices[size] = j;
+    b->values[size] = x[j];
+    ++size;
+  }
+  b->size = size;
+  if (non_finite == 0) return -1;
+  for (int64_t j = begin;; ++j) {
+    if (magnitude_bits(x[j]) >= kNonFiniteMagnitude) return j;
+  }
+}
+
+// Collects x[i] with magnitude >= threshold into c, compacting to the best k whenever fewer
+// than a block's worth of slots remain in `capacity` (capacity >= 2k + 2 blocks).
+// Returns the index of the first non-finite element, or -1.
+int64_t collect(const float* x, int64_t n, int64_t k, uint32_t threshold, Candidates* c, TopKStats* stats) {
+  for (int64_t i = 0; i < n; i += kScanBlock) {
+    if (c->kept.size + kScanBlock > c->capacity) {
+      threshold = keep_best(c, k) + 1;  // the weakest kept is finite, so threshold <= +Inf's bits
+      ++stats->compactions;
+    }
+    uint32_t hits = 0;
+    if (i + kScanBlock <= n) {
+      hits = block_magnitude_mask(x + i, threshold);
+    } else {
+      for (int64_t j = i; j < n; ++j) hits |= magnitude_bits(x[j]) >= threshold ? 1u << (j - i) : 0u;
+    }
+    if (hits == 0) continue;
+    const int64_t bad = append_hits(x, i, hits, &c->kept);
+    if (bad >= 0) return bad;
+  }
+  return -1;
+}
+
+// A stratified sample's magnitude at a rank chosen so that about 1.1 k + 3 sigma elements of
+// the tensor are expected at or above it. Sets *expected to that expectation.
+uint32_t sampled_threshold(const float* x, int64_t n, int64_t k, int64_t* expected) {
+  std::vector<uint32_t> sample(static_cast<size_t>(kSampleSize));
+  for (int64_t s = 0; s < kSampleSize; ++s) {
+    const int64_t begin = n * s / kSampleSize;  // n < 2^56 and s < 2^14: no overflow
+    const int64_t length = n * (s + 1) / kSampleSize - begin;
+    const int64_t position = begin + static_cast<int64_t>(seeded_below(kSampleSeed, s, length));
+    sample[s] = std::min(magnitude_bits(x[position]), kNonFiniteMagnitude);
+  }
+  const double mean = static_cast<double>(k) * kSampleSize / static_cast<double>(n);
+  const auto rank = static_cast<int64_t>(std::ceil(1.1 * mean + 3.0 * std::sqrt(mean) + 1.0));
+  if (rank >= kSampleSize) {
+    *expected = n;
+    return 0;
+  }
+  std::nth_element(sample.begin(), sample.begin() + (rank - 1), sample.end(), std::greater<>());
+  *expected = static_cast<int64_t>(std::ceil(static_cast<double>(rank) * n / kSampleSize));
+  return sample[rank - 1];
+}
+
+}  // namespace
+
+int64_t approx_min_kept(int64_t k) { return static_cast<int64_t>(std::ceil(kApproxLowerBound * k)); }
+
+void select_top_k_full(const float* x, int64_t n, int64_t k, TopKSelection* out) {
+  *out = TopKSelection();
+  out->nonfinite = first_nonfinite(x, n);
+  k = std::min(k, n);
+  if (k <= 0 || out->nonfinite >= 0) return;
+  auto magnitudes = std::make_unique_for_overwrite<uint32_t[]>(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) magnitudes[i] = magnitude_bits(x[i]);
+  std::nth_element(magnitudes.get(), magnitudes.get() + (k - 1), magnitudes.get() + n, std::greater<>());
+  const uint32_t weakest = magnitudes[k - 1];
+  magnitudes.reset();
+  int64_t ties_left = k - count_magnitude_at_least(x, n, weakest + 1);
+  out->indices = std::make_unique_for_overwrite<int64_t[]>(static_cast<size_t>(k));
+  out->values = std::make_unique_for_overwrite<float[]>(static_cast<size_t>(k));
+  for (int64_t i = 0; i < n; ++i) {
+    const uint32_t m = magnitude_bits(x[i]);
+    if (m > weakest || (m == weakest && ties_left-- > 0)) {
+      out->indices[out->size] = i;
+      out->values[out->size] = x[i];
+      ++out->size;
+    }
+  }
+}
+
+void select_top_k(const float* x, int64_t n, int64_t k, TopKMode mode, TopKSelection* out, TopKStats* stats) {
+  k = std::clamp<int64_t>(k, 0, n);
+  // The sample pays only when the tensor is much larger than it and k is a small fraction.
+  if (k == 0 || n < 4 * kSampleSize || k > n / 16) {
+    if (stats != nullptr) *stats = TopKStats();
+    select_top_k_full(x, n, k, out);
+    return;
+  }
+  int64_t expected = 0;
+  const uint32_t threshold = sampled_threshold(x, n, k, &expected);
+  select_top_k_above(x, n, k, mode, threshold, expected, out, stats);
+}
+
+void select_top_k_above(const float* x, int64_t n, int64_t k, TopKMode mode, uint32_t threshold, int64_t expected,
+                        TopKSelection* out, TopKStats* stats) {
+  TopKStats local;
+  if (stats == nullptr) stats = &local;
+  *stats = TopKStats();
+  stats->sampled = true;
+  stats->threshold = threshold = std::min(threshold, kNonFiniteMagnitude);
+  k = std::clamp<int64_t>(k, 1, n);
+  Candidates c(std::min(n, 2 * std::max(k, expected) + 4 * kScanBlock));
+  const int64_t bad = collect(x, n, k, threshold, &c, stats);
+  if (bad < 0 && c.kept.size >= k) {
+    keep_best(&c, k);
+  } else if (bad < 0 && (mode == TopKMode::kExact || c.kept.size < approx_min_kept(k))) {
+    stats->fell_back = true;
+    select_top_k_full(x, n, k, out);
+    return;
+  }
+  *out = std::move(c.kept);
+  out->nonfinite = bad;
+  if (bad >= 0) out->size = 0;
+}
+
+}  // namespace tidegate

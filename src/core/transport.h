@@ -1,0 +1,107 @@
+// The transport interface (DESIGN.md "Transport"): the one seam between tidegate's algorithms
+// and the wires. A transport moves messages (a WireHeader plus a payload) between the ranks of
+// one communicator; it knows nothing about collectives. Implementations live in transports/.
+//
+// Threading: every method except wake() and abort() is called only from the communicator's
+// progress thread, so implementations need no locks for their own state.
+//
+// Matching: messages from rank A to rank B on one channel are delivered in order: the k-th
+// isend(A -> B, channel c) fills B's k-th irecv(from A, channel c). Channels let several
+// collectives be in flight at once without their messages interleaving.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "core/config.h"
+#include "core/status.h"
+#include "core/types.h"
+#include "core/wire_header.h"
+
+namespace tidegate {
+
+class Store;
+class Secret;
+
+// What a transport can do. The selector trusts these, so they must tell the truth.
+struct TransportCapabilities {
+  bool host_memory = true;
+  bool cuda_memory = false;
+  bool native_allreduce = false;       // offers its own dense allreduce (MPI, NCCL)
+  bool native_allgather = false;
+  bool native_reduce_scatter = false;
+};
+
+class Transport {
+ public:
+  // Identifies one posted send or receive until test() has reported it finished. 0 is never
+  // a valid handle.
+  using Handle = uint64_t;
+
+  virtual ~Transport() = default;
+
+  // Short lowercase name ("tcp", "mpi", "ucx", "nccl"), as used in TIDEGATE_TRANSPORT.
+  virtual const char* name() const = 0;
+
+  // What this transport supports; constant for its lifetime.
+  virtual TransportCapabilities capabilities() const = 0;
+
+  // Post a send of `header` followed by `bytes` bytes at `payload` to `peer` on `channel`.
+  // The payload must stay valid and unchanged until test() reports the send finished. The
+  // header is copied. Errors only for invalid arguments or a transport that already failed.
+  virtual Status isend(int peer, uint32_t channel, const WireHeader& header, const void* payload,
+                       size_t bytes, Handle* handle) = 0;
+
+  // Post a receive of the next message from `peer` on `channel` into `payload` (capacity
+  // `bytes`). When the message's header arrives it is compared with `expected` by
+  // check_wire_header() before any payload byte is stored; a mismatch (which includes a payload
+  // length different from expected.payload_bytes) fails this receive with that error.
+  virtual Status irecv(int peer, uint32_t channel, const WireHeader& expected, void* payload,
+                       size_t bytes, Handle* handle) = 0;
+
+  // Sets *done once the transfer has finished. A finished transfer's error (mismatch, peer
+  // failure, ...) is returned here; after reporting done the handle is released and must not
+  // be tested again.
+  virtual Status test(Handle handle, bool* done) = 0;
+
+  // Moves bytes: sends and receives what the sockets / queues allow and records completions.
+  // Blocks at most `max_wait` waiting for an event when nothing can be done at once (0 = only
+  // poll). Sets *activity when any byte moved or any transfer completed, which the engine uses
+  // to restart its no-progress deadline. A returned error means the transport has failed as a
+  // whole (e.g. a peer died); all its pending transfers fail too.
+  virtual Status progress(Milliseconds max_wait, bool* activity) = 0;
+
+  // Interrupts a blocking progress() from any thread. Thread-safe.
+  virtual void wake() = 0;
+
+  // Best-effort: tells every peer that this rank failed with `reason` (its code and message
+  // are delivered), then fails every pending transfer. Peers then fail their pending and later
+  // transfers with `reason`'s code and a message naming this rank. Thread-safe; idempotent.
+  virtual void abort(const Status& reason) = 0;
+
+  // Graceful shutdown once no transfer is pending: flushes and closes connections, waiting at
+  // most until `deadline`.
+  virtual Status close(Deadline deadline) = 0;
+};
+
+// Everything a transport needs to connect a communicator's ranks.
+struct TransportContext {
+  int rank = 0;
+  int size = 1;
+  uint64_t comm_id = 0;
+  const Config* config = nullptr;
+  Store* store = nullptr;          // for exchanging addresses; keys are already comm-scoped
+  const Secret* secret = nullptr;  // authenticates connections
+  Deadline deadline = Deadline::after_ms(0);
+  // Local address that peers can reach this rank at (the address of the route to the store),
+  // or "" when unknown; transports use it when not told otherwise by their own config.
+  std::string advertise_host;
+};
+
+// Constructor of one transport kind (see transport_registry.h).
+using TransportFactory = Status (*)(const TransportContext& context,
+                                    std::unique_ptr<Transport>* transport);
+
+}  // namespace tidegate

@@ -1,0 +1,181 @@
+#include "engine/progress_engine.h"
+
+#include <utility>
+
+#include "core/log.h"
+
+namespace tidegate {
+
+namespace {
+// How long one progress() call may block. Short enough that a stop request or a deadline is
+// noticed promptly, long enough that an idle communicator costs nothing measurable.
+constexpr Milliseconds kMaxBlock(50);
+
+std::string op_label(const CollectiveArgs& args) {
+  return std::string(op_kind_name(args.kind)) + " op #" + std::to_string(args.op_seq);
+}
+}  // namespace
+
+ProgressEngine::ProgressEngine(TaskContext context) : context_(context) {
+  thread_running_ = true;
+  thread_ = std::thread([this] { run(); });
+}
+
+ProgressEngine::~ProgressEngine() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    stopping_ = true;
+  }
+  context_.transport->wake();
+  if (thread_.joinable()) thread_.join();
+  // Anything still queued never ran: its buffers are about to be released by the caller.
+  fail(aborted_error("communicator destroyed before the op ran"));
+}
+
+Status ProgressEngine::post(std::shared_ptr<Request> request) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (!failure_.is_ok()) {
+      return Status(failure_.code(), "communicator already failed: " + failure_.message());
+    }
+    if (stopping_ || draining_) return aborted_error("communicator is being destroyed");
+    queue_.push_back(std::move(request));
+  }
+  context_.transport->wake();
+  return Status::ok();
+}
+
+Status ProgressEngine::drain() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    draining_ = true;
+  }
+  context_.transport->wake();
+  if (thread_.joinable()) thread_.join();
+  return failure();
+}
+
+void ProgressEngine::abort(const Status& reason) {
+  context_.transport->abort(reason);  // thread-safe: fails every transfer, tells the peers
+  bool thread_gone = false;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    // The active op belongs to the progress thread: it applies the abort itself, unless it has
+    // already exited (after an earlier failure), in which case nobody else touches the ops.
+    if (thread_running_) pending_abort_ = reason;
+    thread_gone = !thread_running_;
+  }
+  if (thread_gone) fail(reason);
+  context_.transport->wake();
+}
+
+Status ProgressEngine::failure() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return failure_;
+}
+
+void ProgressEngine::fail_and_tell_peers(const Status& reason) {
+  // Relayed even when the failure came from a peer (its abort, or a lost connection): a rank
+  // that leaves without passing the root cause on would make the others see only "connection
+  // lost" instead of the error that started it. The transport sends it at most once.
+  context_.transport->abort(reason);
+  fail(reason);
+}
+
+void ProgressEngine::fail(const Status& reason) {
+  std::deque<std::shared_ptr<Request>> victims;
+  std::shared_ptr<Request> active;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (failure_.is_ok()) failure_ = reason;
+    victims.swap(queue_);
+  }
+  // The active op belongs to the progress thread; fail() is called either on that thread or
+  // after it has been joined, so reading active_ here is safe.
+  if (active_) {
+    active_->complete(Status(reason.code(), op_label(active_->args()) + ": " + reason.message()));
+    active_.reset();
+    task_.reset();
+  }
+  for (auto& request : victims) {
+    request->complete(Status(reason.code(), op_label(request->args()) +
+                                                " was not run because the communicator failed "
+                                                "earlier: " + reason.message()));
+  }
+}
+
+bool ProgressEngine::start_next_op() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (queue_.empty()) return false;
+    active_ = std::move(queue_.front());
+    queue_.pop_front();
+  }
+  Status status = make_collective_task(context_, active_->args(), &task_);
+  if (status.is_ok()) status = task_->start();
+  last_progress_ = Clock::now();
+  if (!status.is_ok()) fail_and_tell_peers(status);
+  return true;
+}
+
+void ProgressEngine::advance_active_op(bool transport_activity) {
+  bool done = false;
+  Status status = task_->advance(&done);
+  if (status.is_ok() && done) {
+    active_->complete(Status::ok());
+    active_.reset();
+    task_.reset();
+    return;
+  }
+  const Clock::time_point now = Clock::now();
+  if (transport_activity) last_progress_ = now;
+  if (status.is_ok() && now - last_progress_ > Milliseconds(context_.config->timeout_ms())) {
+    status = timeout_error(op_label(active_->args()) + " (" + task_->algorithm() +
+                           ") made no progress for " + std::to_string(context_.config->timeout_ms()) +
+                           " ms (TIDEGATE_TIMEOUT_MS) on rank " + std::to_string(context_.rank) +
+                           ": a peer is stalled or dead, or did not post this collective");
+  }
+  if (!status.is_ok()) {
+    TG_LOG(kError, "rank " + std::to_string(context_.rank), status.to_string());
+    fail_and_tell_peers(status);
+  }
+}
+
+void ProgressEngine::run() {
+  while (true) {
+    bool idle = false;
+    Status abort_reason;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      abort_reason = std::exchange(pending_abort_, Status::ok());
+      idle = !active_ && queue_.empty();
+      if (abort_reason.is_ok() && (stopping_ || (idle && (draining_ || !failure_.is_ok())))) {
+        thread_running_ = false;
+        return;
+      }
+    }
+    if (!abort_reason.is_ok()) {
+      fail(abort_reason);
+      continue;  // the next pass exits: failure_ is set and nothing is left
+    }
+    if (!active_) {
+      if (!start_next_op()) {
+        // Idle: still drive the transport so that a peer's abort or death is noticed.
+        bool activity = false;
+        Status st = context_.transport->progress(kMaxBlock, &activity);
+        if (!st.is_ok()) fail_and_tell_peers(st);
+        continue;
+      }
+      if (!active_) continue;  // the op failed to start
+    }
+    advance_active_op(last_activity_);
+    last_activity_ = false;
+    if (!active_) continue;  // finished (or failed) without waiting on the wire
+    // Poll first; block for events only when nothing moved.
+    Status st = context_.transport->progress(Milliseconds(0), &last_activity_);
+    if (st.is_ok() && !last_activity_) st = context_.transport->progress(kMaxBlock, &last_activity_);
+    if (!st.is_ok()) fail_and_tell_peers(st);
+  }
+}
+
+}  // namespace tidegate

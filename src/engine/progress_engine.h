@@ -1,0 +1,71 @@
+// The progress engine: one thread per communicator that runs posted collectives in posting
+// order as resumable tasks over the transport. It owns every deadline of a running
+// collective: an op that makes no progress for TIDEGATE_TIMEOUT_MS fails with a timeout, and
+// any failure aborts the transport (so peers learn of it) and fails every later op with the
+// first error, because after a failed collective the ranks no longer agree on what was sent.
+#pragma once
+
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <thread>
+
+#include "collectives/task.h"
+#include "core/transport.h"
+#include "engine/request.h"
+
+namespace tidegate {
+
+class ProgressEngine {
+ public:
+  // `context.transport` must outlive the engine.
+  explicit ProgressEngine(TaskContext context);
+  ~ProgressEngine();  // stops the thread (call drain() first for a graceful end)
+
+  ProgressEngine(const ProgressEngine&) = delete;
+  ProgressEngine& operator=(const ProgressEngine&) = delete;
+
+  // Queues a request (its op_seq already assigned in posting order). Thread-safe. Fails at
+  // once, without queueing, when the communicator has already failed.
+  Status post(std::shared_ptr<Request> request);
+
+  // Waits until every queued op has finished or failed (each under its own deadline), then
+  // stops the thread. Returns the communicator's failure, if any.
+  Status drain();
+
+  // Fails every pending op with `reason`, tells the peers, stops the thread. Thread-safe.
+  void abort(const Status& reason);
+
+  // The first failure of this communicator (ok while healthy). Thread-safe.
+  Status failure() const;
+
+ private:
+  void run();
+  // Starts the next queued op if none is active; returns false when the queue is empty.
+  bool start_next_op();
+  // Advances the active op; on completion or failure completes its request.
+  void advance_active_op(bool transport_activity);
+  // Fails the active and queued ops with `reason` (first failure wins).
+  void fail(const Status& reason);
+  // fail() after telling every peer (the transport's abort frames).
+  void fail_and_tell_peers(const Status& reason);
+
+  TaskContext context_;
+  mutable std::mutex mutex_;
+  std::deque<std::shared_ptr<Request>> queue_;  // guarded by mutex_
+  Status failure_;                               // guarded by mutex_
+  bool stopping_ = false;                        // guarded by mutex_
+  bool draining_ = false;                        // guarded by mutex_
+  bool thread_running_ = false;                  // guarded by mutex_
+  Status pending_abort_;                         // guarded by mutex_; applied by the thread
+
+  // Owned by the progress thread.
+  std::shared_ptr<Request> active_;
+  std::unique_ptr<CollectiveTask> task_;
+  Clock::time_point last_progress_;
+  bool last_activity_ = false;
+
+  std::thread thread_;
+};
+
+}  // namespace tidegate

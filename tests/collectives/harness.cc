@@ -1,0 +1,75 @@
+#include "harness.h"
+
+#include <gtest/gtest.h>
+
+#include <memory>
+#include <thread>
+
+namespace tidegate::testing {
+
+namespace {
+
+Status drive(const TaskContext& context, const CollectiveArgs& args, Deadline deadline,
+             std::unique_ptr<CollectiveTask>& task, std::string* algorithm) {
+  TG_RETURN_IF_ERROR(make_collective_task(context, args, &task));
+  if (algorithm != nullptr) *algorithm = task->algorithm();
+  TG_RETURN_IF_ERROR(task->start());
+  while (true) {
+    bool done = false;
+    TG_RETURN_IF_ERROR(task->advance(&done));
+    if (done) return Status::ok();
+    if (deadline.passed()) {
+      return timeout_error("rank " + std::to_string(context.rank) + ": " + op_kind_name(args.kind) +
+                           " did not finish before the test deadline");
+    }
+    bool activity = false;
+    TG_RETURN_IF_ERROR(context.transport->progress(Milliseconds(50), &activity));
+  }
+}
+
+}  // namespace
+
+Status run_collective(const TaskContext& context, const CollectiveArgs& args, Deadline deadline,
+                      std::string* algorithm, bool abort_on_error) {
+  std::unique_ptr<CollectiveTask> task;
+  Status status = drive(context, args, deadline, task, algorithm);
+  // Abort while the task still owns its buffers: no transfer can land in them afterwards.
+  if (!status.is_ok() && abort_on_error) context.transport->abort(status);
+  return status;
+}
+
+std::vector<Status> run_ranks(int size, const Config& config, const RankBody& body,
+                              const RunOptions& options) {
+  LoopbackHub hub(size, options.loopback);
+  std::vector<std::unique_ptr<Transport>> transports;
+  for (int r = 0; r < size; ++r) transports.push_back(hub.connect(r));
+  std::vector<Status> results(static_cast<size_t>(size));
+  std::vector<std::thread> threads;
+  for (int r = 0; r < size; ++r) {
+    threads.emplace_back([&, r] {
+      TaskContext context;
+      context.transport = transports[static_cast<size_t>(r)].get();
+      context.rank = r;
+      context.size = size;
+      context.comm_id = 42;
+      context.config = &config;
+      context.channel = 3;
+      Status status = body(context);
+      if (!status.is_ok() && options.abort_on_error) context.transport->abort(status);
+      results[static_cast<size_t>(r)] = std::move(status);
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  return results;
+}
+
+Config make_config(const std::vector<std::pair<std::string, std::string>>& overrides) {
+  Config config;
+  for (const auto& [name, value] : overrides) {
+    Status status = config.set(name, value);
+    EXPECT_TRUE(status.is_ok()) << status.message();
+  }
+  return config;
+}
+
+}  // namespace tidegate::testing

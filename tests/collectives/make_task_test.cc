@@ -1,0 +1,147 @@
+// Choosing and building tasks: the size rule's thresholds, TIDEGATE_ALGO overrides (and the
+// CONFIG error for names a collective does not have), and the local argument checks.
+#include "collectives/algorithms.h"
+#include "select/size_rule.h"
+#include "test_cases.h"
+
+namespace tidegate::testing {
+namespace {
+
+class NullTransport : public Transport {
+ public:
+  const char* name() const override { return "null"; }
+  TransportCapabilities capabilities() const override { return {}; }
+  Status isend(int, uint32_t, const WireHeader&, const void*, size_t, Handle*) override {
+    return internal_error("unused");
+  }
+  Status irecv(int, uint32_t, const WireHeader&, void*, size_t, Handle*) override {
+    return internal_error("unused");
+  }
+  Status test(Handle, bool*) override { return internal_error("unused"); }
+  Status progress(Milliseconds, bool*) override { return Status::ok(); }
+  void wake() override {}
+  void abort(const Status&) override {}
+  Status close(Deadline) override { return Status::ok(); }
+};
+
+struct Fixture {
+  NullTransport transport;
+  Config config;
+  std::vector<float> data = std::vector<float>(1 << 20);
+  TaskContext context() {
+    TaskContext c;
+    c.transport = &transport;
+    c.rank = 1;
+    c.size = 4;
+    c.config = &config;
+    return c;
+  }
+  CollectiveArgs allreduce(int64_t count) {
+    CollectiveArgs args;
+    args.kind = OpKind::kAllreduce;
+    args.input = args.output = view(data.data(), count, TIDEGATE_FLOAT32);
+    return args;
+  }
+};
+
+TEST(SizeRule, AllreduceThresholdsFollowTheConfig) {
+  Fixture f;
+  // Defaults: recursive doubling up to 16 KiB, the ring from 1 MiB, Rabenseifner between.
+  EXPECT_EQ(planned_algorithm(f.context(), f.allreduce(0)), "recursive_doubling");
+  EXPECT_EQ(planned_algorithm(f.context(), f.allreduce(4096)), "recursive_doubling");
+  EXPECT_EQ(planned_algorithm(f.context(), f.allreduce(4097)), "rabenseifner");
+  EXPECT_EQ(planned_algorithm(f.context(), f.allreduce(262143)), "rabenseifner");
+  EXPECT_EQ(planned_algorithm(f.context(), f.allreduce(262144)), "ring");
+  f.config = make_config(
+      {{"TIDEGATE_ALLREDUCE_RD_MAX_BYTES", "0"}, {"TIDEGATE_ALLREDUCE_RING_MIN_BYTES", "0"}});
+  EXPECT_EQ(planned_algorithm(f.context(), f.allreduce(1)), "ring");
+}
+
+TEST(SizeRule, OtherCollectivesHaveOneAlgorithmEach) {
+  Fixture f;
+  CollectiveArgs args;
+  const std::pair<OpKind, const char*> expected[] = {
+      {OpKind::kReduceScatter, "ring"},    {OpKind::kAllgather, "ring"},
+      {OpKind::kAllgatherv, "ring"},       {OpKind::kBroadcast, "binomial"},
+      {OpKind::kBarrier, "dissemination"}, {OpKind::kAlltoallv, "pairwise"}};
+  for (const auto& [kind, name] : expected) {
+    args.kind = kind;
+    EXPECT_STREQ(size_rule_algorithm(f.config, args), name) << op_kind_name(kind);
+    ASSERT_EQ(algorithm_names(kind).size(), 1u);
+    EXPECT_STREQ(algorithm_names(kind)[0], name);
+  }
+  EXPECT_EQ(algorithm_names(OpKind::kAllreduce).size(), 3u);
+}
+
+TEST(ForcedAlgorithm, OverridesTheRule) {
+  Fixture f;
+  f.config = make_config({{"TIDEGATE_ALGO", "allreduce=ring,broadcast=binomial"}});
+  std::unique_ptr<CollectiveTask> task;
+  ASSERT_TRUE(make_collective_task(f.context(), f.allreduce(3), &task).is_ok());
+  EXPECT_STREQ(task->algorithm(), "ring");
+  f.config = make_config({{"TIDEGATE_ALGO", "allreduce=rabenseifner"}});
+  ASSERT_TRUE(make_collective_task(f.context(), f.allreduce(1 << 20), &task).is_ok());
+  EXPECT_STREQ(task->algorithm(), "rabenseifner");
+}
+
+TEST(ForcedAlgorithm, UnknownNameIsAConfigErrorListingValidNames) {
+  Fixture f;
+  f.config = make_config({{"TIDEGATE_ALGO", "allreduce=tree"}});
+  std::unique_ptr<CollectiveTask> task;
+  const Status status = make_collective_task(f.context(), f.allreduce(3), &task);
+  EXPECT_EQ(status.code(), TIDEGATE_ERR_CONFIG);
+  EXPECT_NE(status.message().find("allreduce=tree"), std::string::npos) << status.message();
+  EXPECT_NE(status.message().find("ring, recursive_doubling, rabenseifner"), std::string::npos)
+      << status.message();
+  // A name valid for another collective is still wrong for this one.
+  f.config = make_config({{"TIDEGATE_ALGO", "barrier=ring"}});
+  CollectiveArgs barrier;
+  barrier.kind = OpKind::kBarrier;
+  EXPECT_EQ(make_collective_task(f.context(), barrier, &task).code(), TIDEGATE_ERR_CONFIG);
+}
+
+TEST(LocalChecks, BadArgumentsAreRejectedBeforeAnyMessage) {
+  Fixture f;
+  std::unique_ptr<CollectiveTask> task;
+  CollectiveArgs args = f.allreduce(10);
+  args.output.memory = TIDEGATE_MEMORY_CUDA;
+  EXPECT_EQ(make_collective_task(f.context(), args, &task).code(), TIDEGATE_ERR_UNSUPPORTED);
+
+  args = f.allreduce(10);
+  args.kind = OpKind::kReduceScatter;
+  args.output.count = 2;  // rank 1 of 4 owns 3 of 10 elements
+  EXPECT_EQ(make_collective_task(f.context(), args, &task).code(), TIDEGATE_ERR_INVALID_ARGUMENT);
+  args.output.count = 3;
+  EXPECT_TRUE(make_collective_task(f.context(), args, &task).is_ok());
+
+  args = f.allreduce(10);
+  args.kind = OpKind::kAllgather;
+  args.output.count = 39;
+  EXPECT_EQ(make_collective_task(f.context(), args, &task).code(), TIDEGATE_ERR_INVALID_ARGUMENT);
+
+  args = f.allreduce(10);
+  args.kind = OpKind::kAllgatherv;
+  args.counts = {1, 10, 3};  // one entry short
+  EXPECT_EQ(make_collective_task(f.context(), args, &task).code(), TIDEGATE_ERR_INVALID_ARGUMENT);
+
+  args = f.allreduce(10);
+  args.kind = OpKind::kBroadcast;
+  args.root = 4;
+  EXPECT_EQ(make_collective_task(f.context(), args, &task).code(), TIDEGATE_ERR_INVALID_ARGUMENT);
+
+  args = f.allreduce(10);
+  args.kind = OpKind::kAlltoallv;
+  args.send_counts = args.recv_counts = {2, 2, 2, 2};
+  args.send_offsets = {0, 2, 4, 9};  // 9 + 2 > 10
+  args.recv_offsets = {0, 2, 4, 6};
+  EXPECT_EQ(make_collective_task(f.context(), args, &task).code(), TIDEGATE_ERR_INVALID_ARGUMENT);
+  args.send_offsets = {0, 2, 4, 6};
+  EXPECT_TRUE(make_collective_task(f.context(), args, &task).is_ok());
+
+  args = f.allreduce(10);
+  args.output.dtype = TIDEGATE_FLOAT64;
+  EXPECT_EQ(make_collective_task(f.context(), args, &task).code(), TIDEGATE_ERR_INVALID_ARGUMENT);
+}
+
+}  // namespace
+}  // namespace tidegate::testing

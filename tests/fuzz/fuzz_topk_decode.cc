@@ -1,0 +1,9 @@
+// libFuzzer target: topk decode and decode_add on arbitrary payloads - top-k (all three sparse layouts, and the approximate-mode flag).
+// Seeds: corpus/topk_decode/. See sparse_fuzz_util.h for what is checked.
+#include "sparse_fuzz_util.h"
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  static const auto codec = tidegate::fuzz::make_or_die("topk:k=16");
+  tidegate::fuzz::fuzz_decode(*codec, data, size, /*matrix=*/false, /*sparse=*/true);
+  return 0;
+}

@@ -1,0 +1,117 @@
+// Communicator over an MPI communicator: rank 0 serves the rendezvous store and broadcasts its
+// address and a fresh job secret over MPI (an already-trusted channel), so no environment set-up
+// is needed under mpirun. Every rank then rendezvouses through the store as usual.
+#include <mpi.h>
+#include <unistd.h>
+
+#include <cstring>
+
+#include "bootstrap/tcp_store.h"
+#include "core/communicator.h"
+#include "core/socket_util.h"
+
+namespace tidegate {
+
+namespace {
+
+constexpr int kFieldBytes = 512;
+
+// Where rank 0 binds the store: the configured address or interface; loopback when every
+// rank runs on this host; else the address this host's name resolves to.
+Status choose_store_host(const Config& config, MPI_Comm comm, std::string* host) {
+  char name[kFieldBytes] = {};
+  ::gethostname(name, sizeof name - 1);
+  int size = 0;
+  MPI_Comm_size(comm, &size);
+  std::string all(static_cast<size_t>(size) * kFieldBytes, '\0');
+  MPI_Allgather(name, kFieldBytes, MPI_CHAR, all.data(), kFieldBytes, MPI_CHAR, comm);
+
+  if (!config.raw("TIDEGATE_STORE_ADDR").empty()) {
+    int port = 0;
+    return parse_host_port(config.raw("TIDEGATE_STORE_ADDR"), host, &port);
+  }
+  if (!config.raw("TIDEGATE_TCP_IFACE").empty()) return interface_address(config.raw("TIDEGATE_TCP_IFACE"), host);
+  if (config.raw("TIDEGATE_TCP_ADDR") != "auto") {
+    *host = config.raw("TIDEGATE_TCP_ADDR");
+    return Status::ok();
+  }
+  bool single_host = true;
+  for (int r = 0; r < size; ++r) single_host &= std::strncmp(name, all.data() + r * kFieldBytes, kFieldBytes) == 0;
+  if (single_host) {
+    *host = "127.0.0.1";
+    return Status::ok();
+  }
+  // A routable address of this host: the source address towards its own resolved name.
+  return route_source_address(name, 9, host);
+}
+
+// Rank 0's part: start the store, pack "address\nsecret" (or "!error") for the broadcast.
+std::string start_store_on_root(const Config& config, MPI_Comm comm, Secret* secret,
+                                std::shared_ptr<void>* keep_alive) {
+  std::string host;
+  Status st = choose_store_host(config, comm, &host);
+  int port = 0;
+  if (st.is_ok() && !config.raw("TIDEGATE_STORE_ADDR").empty()) {
+    std::string ignored;
+    st = parse_host_port(config.raw("TIDEGATE_STORE_ADDR"), &ignored, &port);
+  }
+  if (st.is_ok() && secret->empty()) st = Secret::random(secret);
+  std::unique_ptr<TcpStoreServer> server;
+  if (st.is_ok()) st = TcpStoreServer::start(host, port, *secret, &server);
+  if (!st.is_ok()) return "!" + st.to_string();
+  std::string message = server->address() + "\n" + secret->text();
+  *keep_alive = std::shared_ptr<TcpStoreServer>(server.release(), [](TcpStoreServer* s) {
+    s->stop();
+    delete s;
+  });
+  return message;
+}
+
+}  // namespace
+
+Status create_communicator_from_mpi(const void* mpi_comm, std::unique_ptr<Communicator>* out) {
+  TG_CHECK_ARG(mpi_comm != nullptr, "mpi_comm must point to an MPI_Comm");
+  int initialized = 0;
+  MPI_Initialized(&initialized);
+  if (!initialized) return invalid_argument("MPI is not initialised: call MPI_Init first");
+  MPI_Comm comm = *static_cast<const MPI_Comm*>(mpi_comm);
+
+  CommunicatorOptions options;
+  TG_RETURN_IF_ERROR(Config::from_environment(&options.config));
+  MPI_Comm_rank(comm, &options.rank);
+  MPI_Comm_size(comm, &options.size);
+  TG_RETURN_IF_ERROR(Secret::from_config(options.config, /*required=*/false, &options.secret));
+
+  std::string message(kFieldBytes * 2, '\0');
+  if (options.rank == 0) {
+    std::string packed = start_store_on_root(options.config, comm, &options.secret, &options.keep_alive);
+    TG_CHECK_INTERNAL(packed.size() < message.size());
+    std::memcpy(message.data(), packed.data(), packed.size());
+  } else {
+    std::string ignored;
+    Status st = choose_store_host(options.config, comm, &ignored);  // joins the Allgather
+    (void)st;
+  }
+  MPI_Bcast(message.data(), static_cast<int>(message.size()), MPI_CHAR, 0, comm);
+  message.resize(std::strlen(message.c_str()));
+  if (!message.empty() && message[0] == '!') {
+    return Status(TIDEGATE_ERR_SYSTEM, "rank 0 could not start the rendezvous store: " + message.substr(1));
+  }
+  const size_t newline = message.find('\n');
+  TG_CHECK_INTERNAL(newline != std::string::npos);
+  const std::string address = message.substr(0, newline);
+  options.secret = Secret::from_text(message.substr(newline + 1));
+
+  std::string store_host;
+  int store_port = 0;
+  TG_RETURN_IF_ERROR(parse_host_port(address, &store_host, &store_port));
+  std::unique_ptr<Store> store;
+  TG_RETURN_IF_ERROR(connect_tcp_store(address, options.secret,
+                                       Deadline::after_ms(options.config.timeout_ms()), &store));
+  TG_RETURN_IF_ERROR(choose_advertise_host(options.config, store_host, store_port, &options.advertise_host));
+  // Each MPI-created communicator gets its own fresh store, so no key scoping is needed.
+  options.store = store.get();
+  return Communicator::create(std::move(options), out);
+}
+
+}  // namespace tidegate
