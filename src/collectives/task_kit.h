@@ -128,21 +128,6 @@ class SequenceTask : public CollectiveTask {
   size_t current_ = 0;
 };
 
-// A task with nothing to send (one rank, or nothing to do): finishes at the first advance.
-class DoneTask : public CollectiveTask {
- public:
-  explicit DoneTask(const char* algorithm) : algorithm_(algorithm) {}
-  Status start() override { return Status::ok(); }
-  Status advance(bool* done) override {
-    *done = true;
-    return Status::ok();
-  }
-  const char* algorithm() const override { return algorithm_; }
-
- private:
-  const char* algorithm_;
-};
-
 // Copies `bytes` from src to dst unless they are the same memory (in-place calls).
 void copy_unless_same(void* dst, const void* src, uint64_t bytes);
 

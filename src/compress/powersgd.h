@@ -49,6 +49,7 @@ class PowerSgdCodec final : public Codec {
   Status decode(const uint8_t* payload, size_t bytes, const TensorView& output) const override;
   Status decode_add(const uint8_t* payload, size_t bytes, const TensorView& output) const override;
   bool deterministic() const override { return false; }  // Q's first draw depends on the seed
+  bool wants_error_feedback() const override { return true; }  // Vogels et al.: it needs it
 
   // encode() with a warm start: uses and updates state's Q (drawn from context.seed the first
   // time, or when the shape or rank changed). Not thread-safe for one state.

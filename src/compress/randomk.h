@@ -59,6 +59,9 @@ class RandomKCodec final : public Codec {
   Status decode(const uint8_t* payload, size_t bytes, const TensorView& output) const override;
   Status decode_add(const uint8_t* payload, size_t bytes, const TensorView& output) const override;
   bool deterministic() const override { return false; }
+  // The unscaled variant is biased (it shrinks the gradient by about k/n) and relies on error
+  // feedback; the unbiased one does not need it.
+  bool wants_error_feedback() const override { return !config_.unbiased; }
 
   int64_t k_for(int64_t count) const;
   const RandomKConfig& config() const { return config_; }

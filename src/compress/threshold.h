@@ -6,8 +6,10 @@
 // list, bitmap or dense), so a threshold that keeps most of the tensor never costs more than
 // sending it dense. Comparisons are on magnitude bits (magnitude_scan.h), so the kept set is
 // exactly { i : |x_i| >= value } with no rounding question; value = 0 keeps every element.
-// Deterministic; float32 host tensors; NaN/Inf anywhere in the input is INVALID_ARGUMENT
-// naming the first bad element (it would pass any threshold, or poison the residual).
+// Deterministic; host tensors of any floating dtype (computed in float32, codec.h); NaN/Inf
+// anywhere in the input is INVALID_ARGUMENT naming the first bad element (it would pass any
+// threshold, or poison the residual). The default value suits gradients of magnitude ~1e-2;
+// a threshold is only meaningful relative to the data, so set it per model.
 #pragma once
 
 #include <memory>
@@ -34,6 +36,7 @@ class ThresholdCodec final : public Codec {
   Status decode(const uint8_t* payload, size_t bytes, const TensorView& output) const override;
   Status decode_add(const uint8_t* payload, size_t bytes, const TensorView& output) const override;
   bool deterministic() const override { return true; }
+  bool wants_error_feedback() const override { return true; }  // biased: drops the small values
 
   const ThresholdConfig& config() const { return config_; }
 

@@ -49,8 +49,8 @@ size_t TopKCodec::max_payload_bytes(const TensorView& like) const {
   return sparse_payload_bound(like.count, k_for(like.count));
 }
 
-Status TopKCodec::encode(const TensorView& input, const EncodeContext& /*context: top-k uses no randomness*/,
-                         uint8_t* out, size_t capacity, size_t* written) const {
+Status TopKCodec::encode(const TensorView& input, const EncodeContext& context, uint8_t* out, size_t capacity,
+                         size_t* written) const {
   TG_RETURN_IF_ERROR(check_sparse_tensor(CodecId::kTopK, input, "input"));
   const size_t bound = max_payload_bytes(input);
   TG_CHECK_ARG(capacity >= bound, "topk codec: output capacity " + std::to_string(capacity) +
@@ -67,7 +67,7 @@ Status TopKCodec::encode(const TensorView& input, const EncodeContext& /*context
     return write_dense_sparse_payload(CodecId::kTopK, input.dtype, flags, n, x, out, capacity, written);
   }
   TopKSelection selection;
-  select_top_k(x, n, k, config_.mode, &selection);
+  select_top_k(x, n, k, config_.mode, &selection, nullptr, context.threads);  // the seed is not used
   if (selection.nonfinite >= 0) {
     return nonfinite_input(CodecId::kTopK, selection.nonfinite, element_value(input, selection.nonfinite));
   }

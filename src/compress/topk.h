@@ -8,9 +8,12 @@
 //  - Ties are broken by the lower index, so the selection is a pure function of the tensor:
 //    deterministic() is true and the seed is not used.
 //  - mode=exact keeps exactly min(k, n) elements. mode=approx keeps the exact top k' with
-//    ceil(0.8 k) <= k' <= k, reading the tensor once (topk_select.h explains both).
+//    ceil(0.8 k) <= k' <= k, and reads the tensor a second time only when fewer than 0.8 k pass
+//    the sampled threshold, where exact mode does so below k (topk_select.h explains both).
 //  - k >= n sends the tensor dense; k = 0 sends no element (but still checks for NaN/Inf).
-//  - Float32 host tensors; NaN or Inf input is INVALID_ARGUMENT naming the first bad element.
+//  - Host tensors of any floating dtype (computed in float32, codec.h); NaN or Inf input is
+//    INVALID_ARGUMENT naming the first bad element (codec.h's non-finite policy).
+//  - EncodeContext::threads splits the collecting pass; the payload does not depend on it.
 //  - The payload's flag bit kTopKApproxFlag records the mode (informational).
 #pragma once
 
@@ -44,6 +47,7 @@ class TopKCodec final : public Codec {
   Status decode(const uint8_t* payload, size_t bytes, const TensorView& output) const override;
   Status decode_add(const uint8_t* payload, size_t bytes, const TensorView& output) const override;
   bool deterministic() const override { return true; }
+  bool wants_error_feedback() const override { return true; }  // biased: drops all but k
 
   // The number of elements kept for a tensor of `count` elements (an upper bound in approx mode).
   int64_t k_for(int64_t count) const;

@@ -8,7 +8,9 @@
 
 #include "compress/float_io.h"
 #include "compress/magnitude_scan.h"
+#include "compress/parallel.h"
 #include "compress/seeded_random.h"
+#include "core/types.h"
 
 namespace tidegate {
 namespace {
@@ -17,6 +19,9 @@ constexpr int64_t kSampleSize = 16384;
 // The sample positions are fixed (not from EncodeContext::seed), so top-k stays deterministic.
 constexpr uint64_t kSampleSeed = 0x746f706b73616d70ull;  // "topksamp"
 constexpr double kApproxLowerBound = 0.8;
+// Blocks (of kScanBlock elements) per thread of the collecting pass: 1 Mi elements, so that
+// starting a thread costs well under a percent of its share.
+constexpr int64_t kMinBlocksPerThread = int64_t{1} << 16;
 
 // The buffer of collected elements, always in ascending index order. Arrays are allocated
 // uninitialised (only the part in use is ever touched) with a block of slack past capacity, so
@@ -75,24 +80,66 @@ int64_t append_hits(const float* x, int64_t begin, uint32_t hits, TopKSelection*
   }
 }
 
-// Collects x[i] with magnitude >= threshold into c, compacting to the best k whenever fewer
-// than a block's worth of slots remain in `capacity` (capacity >= 2k + 2 blocks).
-// Returns the index of the first non-finite element, or -1.
-int64_t collect(const float* x, int64_t n, int64_t k, uint32_t threshold, Candidates* c, TopKStats* stats) {
-  for (int64_t i = 0; i < n; i += kScanBlock) {
+// Collects x[i], i in [begin, end), with magnitude >= threshold into c, compacting to the best
+// k whenever fewer than a block's worth of slots remain (capacity >= 2k + 2 blocks, or at least
+// end - begin). begin is a multiple of kScanBlock. Returns the first non-finite index, or -1.
+int64_t collect(const float* x, int64_t begin, int64_t end, int64_t k, uint32_t threshold, Candidates* c,
+                int64_t* compactions) {
+  for (int64_t i = begin; i < end; i += kScanBlock) {
     if (c->kept.size + kScanBlock > c->capacity) {
       threshold = keep_best(c, k) + 1;  // the weakest kept is finite, so threshold <= +Inf's bits
-      ++stats->compactions;
+      ++*compactions;
     }
     uint32_t hits = 0;
-    if (i + kScanBlock <= n) {
+    if (i + kScanBlock <= end) {
       hits = block_magnitude_mask(x + i, threshold);
     } else {
-      for (int64_t j = i; j < n; ++j) hits |= magnitude_bits(x[j]) >= threshold ? 1u << (j - i) : 0u;
+      for (int64_t j = i; j < end; ++j) hits |= magnitude_bits(x[j]) >= threshold ? 1u << (j - i) : 0u;
     }
     if (hits == 0) continue;
     const int64_t bad = append_hits(x, i, hits, &c->kept);
     if (bad >= 0) return bad;
+  }
+  return -1;
+}
+
+// The collecting pass over `ranges` contiguous ranges of blocks, one thread each. Each range
+// keeps its own best k (any of them may hold the whole top k); the buffers are concatenated in
+// range order, so the merged buffer is in index order and holds the same top k, or (when no
+// range compacted) exactly the elements at or above the threshold, for any number of ranges.
+int64_t collect_ranges(const float* x, int64_t n, int64_t k, uint32_t threshold, int64_t expected, int ranges,
+                       Candidates* merged, TopKStats* stats) {
+  const int64_t blocks = (n + kScanBlock - 1) / kScanBlock;
+  std::vector<std::unique_ptr<Candidates>> parts(static_cast<size_t>(ranges));
+  std::vector<int64_t> bad(static_cast<size_t>(ranges), -1), compactions(static_cast<size_t>(ranges), 0);
+  const Status st = parallel_ranges(ranges, ranges, 1, [&](int64_t first, int64_t last) {
+    for (int64_t r = first; r < last; ++r) {
+      int64_t block = 0, count = 0;
+      block_range(blocks, ranges, static_cast<int>(r), &block, &count);
+      const int64_t begin = block * kScanBlock, end = std::min(n, (block + count) * kScanBlock);
+      const auto share = static_cast<int64_t>(static_cast<double>(expected) * (end - begin) / n) + 1;
+      parts[r] = std::make_unique<Candidates>(std::min(end - begin, 2 * std::max(k, share) + 4 * kScanBlock));
+      bad[r] = collect(x, begin, end, k, threshold, parts[r].get(), &compactions[r]);
+    }
+    return Status::ok();
+  });
+  (void)st;  // the ranges cannot fail; non-finite elements are reported through bad[]
+  int64_t total = 0;
+  for (int r = 0; r < ranges; ++r) {
+    if (bad[r] >= 0) return bad[r];  // the lowest range's first is the tensor's first
+    total += parts[r]->kept.size;
+    stats->compactions += compactions[r];
+  }
+  if (ranges == 1) {
+    *merged = std::move(*parts[0]);
+    return -1;
+  }
+  *merged = Candidates(std::max<int64_t>(total, 1));
+  for (int r = 0; r < ranges; ++r) {
+    const TopKSelection& part = parts[r]->kept;
+    std::copy(part.indices.get(), part.indices.get() + part.size, merged->kept.indices.get() + merged->kept.size);
+    std::copy(part.values.get(), part.values.get() + part.size, merged->kept.values.get() + merged->kept.size);
+    merged->kept.size += part.size;
   }
   return -1;
 }
@@ -145,7 +192,8 @@ void select_top_k_full(const float* x, int64_t n, int64_t k, TopKSelection* out)
   }
 }
 
-void select_top_k(const float* x, int64_t n, int64_t k, TopKMode mode, TopKSelection* out, TopKStats* stats) {
+void select_top_k(const float* x, int64_t n, int64_t k, TopKMode mode, TopKSelection* out, TopKStats* stats,
+                  int threads) {
   k = std::clamp<int64_t>(k, 0, n);
   // The sample pays only when the tensor is much larger than it and k is a small fraction.
   if (k == 0 || n < 4 * kSampleSize || k > n / 16) {
@@ -155,19 +203,21 @@ void select_top_k(const float* x, int64_t n, int64_t k, TopKMode mode, TopKSelec
   }
   int64_t expected = 0;
   const uint32_t threshold = sampled_threshold(x, n, k, &expected);
-  select_top_k_above(x, n, k, mode, threshold, expected, out, stats);
+  select_top_k_above(x, n, k, mode, threshold, expected, out, stats, threads);
 }
 
 void select_top_k_above(const float* x, int64_t n, int64_t k, TopKMode mode, uint32_t threshold, int64_t expected,
-                        TopKSelection* out, TopKStats* stats) {
+                        TopKSelection* out, TopKStats* stats, int threads) {
   TopKStats local;
   if (stats == nullptr) stats = &local;
   *stats = TopKStats();
   stats->sampled = true;
   stats->threshold = threshold = std::min(threshold, kNonFiniteMagnitude);
   k = std::clamp<int64_t>(k, 1, n);
-  Candidates c(std::min(n, 2 * std::max(k, expected) + 4 * kScanBlock));
-  const int64_t bad = collect(x, n, k, threshold, &c, stats);
+  const int64_t blocks = (n + kScanBlock - 1) / kScanBlock;
+  const int ranges = static_cast<int>(std::clamp<int64_t>(blocks / kMinBlocksPerThread, 1, std::max(threads, 1)));
+  Candidates c(0);
+  const int64_t bad = collect_ranges(x, n, k, threshold, expected, ranges, &c, stats);
   if (bad < 0 && c.kept.size >= k) {
     keep_best(&c, k);
   } else if (bad < 0 && (mode == TopKMode::kExact || c.kept.size < approx_min_kept(k))) {

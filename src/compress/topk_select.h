@@ -7,8 +7,9 @@
 //    collects the winners. Simple and exact; costs 4n bytes of scratch and several passes.
 //    Used for small tensors and large k (k > n/16), and as the fallback of the sampled strategy.
 //  - sampled (as DGC, Lin et al. 2018, but exact): a stratified sample of 16 Ki magnitudes
-//    estimates a threshold a little below the k-th largest; one vectorised pass collects every
-//    element at or above it, in index order, into a buffer of about 2.5k; if the buffer fills,
+//    estimates a threshold a little below the k-th largest (about 1.1 k + 3 sigma elements
+//    pass it); one vectorised pass collects every element at or above it, in index order, into
+//    a buffer of about twice that (per thread, when threads split the pass); if it fills,
 //    it is compacted to its best k and the threshold rises to just above the k-th (later
 //    elements have higher indices, so they must beat it strictly). When at least k elements
 //    passed, the best k of the buffer ARE the tensor's top k (every element left out is beaten
@@ -25,7 +26,6 @@
 #include <cstdint>
 #include <memory>
 #include <vector>
-
 
 namespace tidegate {
 
@@ -59,14 +59,16 @@ struct TopKStats {
 // Selects the top min(k, n) of x[0, n) (exact), or the exact top k' for some
 // approx_min_kept(k) <= k' <= k (approx). k >= 0. With k == 0 it only checks for non-finite
 // values. When x holds a NaN or infinity, out->nonfinite is the first one's index.
+// threads > 1 splits the collecting pass over up to that many threads (1 Mi elements or more
+// each); the result is the same for any thread count.
 void select_top_k(const float* x, int64_t n, int64_t k, TopKMode mode, TopKSelection* out,
-                  TopKStats* stats = nullptr);
+                  TopKStats* stats = nullptr, int threads = 1);
 
 // The sampled strategy's collecting pass from a given threshold (magnitude bits, clamped to
 // +Inf's) with `expected` elements expected at or above it; select_top_k() estimates both.
 // Tests use it to force the shortfall paths. n >= 1, 1 <= k <= n.
 void select_top_k_above(const float* x, int64_t n, int64_t k, TopKMode mode, uint32_t threshold, int64_t expected,
-                        TopKSelection* out, TopKStats* stats = nullptr);
+                        TopKSelection* out, TopKStats* stats = nullptr, int threads = 1);
 
 // The full strategy alone (the reference the sampled one must match; also used by tests).
 void select_top_k_full(const float* x, int64_t n, int64_t k, TopKSelection* out);

@@ -76,6 +76,41 @@ TEST(TopK, SampledSelectionMatchesTheFullOne) {
   }
 }
 
+TEST(TopK, ThreadCountDoesNotChangeThePayload) {
+  // 4 Mi elements: up to four ranges of 1 Mi. Include the compacting and the shortfall paths.
+  const int64_t n = int64_t{1} << 22;
+  std::vector<float> x = normal_floats(static_cast<size_t>(n), 21);
+  for (const char* spec : {"topk:ratio=0.01", "topk:ratio=0.01,mode=approx", "topk:k=5"}) {
+    auto codec = codec_from(spec);
+    std::vector<std::vector<uint8_t>> payloads;
+    for (int threads : {1, 2, 3, 4}) {
+      std::vector<uint8_t> out(codec->max_payload_bytes(view_of(x)));
+      size_t written = 0;
+      EncodeContext context;
+      context.threads = threads;
+      ASSERT_TRUE(codec->encode(view_of(x), context, out.data(), out.size(), &written).is_ok());
+      out.resize(written);
+      payloads.push_back(out);
+    }
+    for (size_t t = 1; t < payloads.size(); ++t) EXPECT_EQ(payloads[t], payloads[0]) << spec << " threads " << t + 1;
+  }
+  const std::vector<int64_t> top = reference_top_k(x, 4000);
+  for (uint32_t threshold : {0u, 0x3f800000u /* 1.0: ~32% pass, compactions */, 0x40800000u /* 4.0: shortfall */}) {
+    for (int threads : {1, 3}) {
+      TopKSelection sel;
+      TopKStats stats;
+      select_top_k_above(x.data(), n, 4000, TopKMode::kExact, threshold, 4000, &sel, &stats, threads);
+      EXPECT_EQ(sel.index_list(), top) << threshold << " " << threads;
+    }
+  }
+  // A NaN in a later range is reported as the first one even when an earlier range is clean.
+  x[n - 5] = std::numeric_limits<float>::quiet_NaN();
+  x[n / 2 + 7] = std::numeric_limits<float>::infinity();
+  TopKSelection sel;
+  select_top_k(x.data(), n, 1000, TopKMode::kExact, &sel, nullptr, 4);
+  EXPECT_EQ(sel.nonfinite, n / 2 + 7);
+}
+
 TEST(TopK, ApproxKeepsTheExactTopKPrimeWithinItsBound) {
   const int64_t n = 1 << 20;
   for (uint32_t seed = 0; seed < 3; ++seed) {

@@ -1,0 +1,117 @@
+// signsgd (with summable vote payloads) and efsign against their references.
+#include <gtest/gtest.h>
+
+#include "quantiser_reference.h"
+
+namespace tidegate {
+namespace {
+
+using namespace qtest;
+
+TEST(SignSgd, PayloadIsOneBitPerElementAndDecodesToSigns) {
+  auto codec = make("signsgd");
+  for (int64_t n : {0, 1, 5, 8, 4095, 4096, 4097, 10001}) {
+    std::vector<float> x = gradient(n, static_cast<uint64_t>(n));
+    if (n > 3) x[3] = -0.0f;  // votes +1, like +0
+    const auto payload = encode(*codec, view_of(x), 99);
+    ASSERT_EQ(payload, ref_signsgd(x)) << n;
+    const auto y = decode(*codec, payload, n);
+    for (int64_t i = 0; i < n; ++i) ASSERT_EQ(y[i], x[i] < 0 ? -1.0f : 1.0f);
+  }
+  EXPECT_TRUE(codec->deterministic());
+  EXPECT_TRUE(codec->wants_error_feedback());
+  EXPECT_TRUE(codec->payloads_summable());
+}
+
+TEST(SignSgd, SummedPayloadsCountVotesAndDecodeToTheMajority) {
+  auto codec = make("signsgd");
+  constexpr int64_t n = 5003;
+  std::vector<std::vector<float>> workers;
+  for (uint64_t w = 0; w < 5; ++w) workers.push_back(gradient(n, 100 + w));
+  std::vector<uint8_t> sum = encode(*codec, view_of(workers[0]));
+  std::vector<float> like(n);
+  for (size_t w = 1; w < workers.size(); ++w) {
+    const auto next = encode(*codec, view_of(workers[w]));
+    std::vector<uint8_t> out(codec->max_summed_payload_bytes(view_of(like), static_cast<int64_t>(w + 1)));
+    size_t written = 0;
+    ASSERT_TRUE(codec->sum_payloads(sum.data(), sum.size(), next.data(), next.size(), view_of(like), out.data(),
+                                    out.size(), &written).is_ok());
+    ASSERT_EQ(written, out.size());
+    sum.assign(out.begin(), out.begin() + static_cast<int64_t>(written));
+    // After w + 1 voters: per element the count of negative votes, width bits_for(w + 1).
+    const auto y = decode(*codec, sum, n);
+    for (int64_t i = 0; i < n; ++i) {
+      int negatives = 0;
+      for (size_t k = 0; k <= w; ++k) negatives += workers[k][i] < 0;
+      const int voters = static_cast<int>(w + 1);
+      const float majority = 2 * negatives > voters ? -1.0f : (2 * negatives < voters ? 1.0f : 0.0f);
+      ASSERT_EQ(y[i], majority) << "voters " << voters << " element " << i;
+    }
+  }
+  // Sums are associative in their counts: (a + b) + c == a + (b + c) byte for byte.
+  const auto a = encode(*codec, view_of(workers[0])), b = encode(*codec, view_of(workers[1])),
+             c = encode(*codec, view_of(workers[2]));
+  auto add = [&](const std::vector<uint8_t>& p, const std::vector<uint8_t>& q, int64_t parties) {
+    std::vector<uint8_t> out(codec->max_summed_payload_bytes(view_of(like), parties));
+    size_t written = 0;
+    EXPECT_TRUE(codec->sum_payloads(p.data(), p.size(), q.data(), q.size(), view_of(like), out.data(), out.size(),
+                                    &written).is_ok());
+    out.resize(written);
+    return out;
+  };
+  EXPECT_EQ(add(add(a, b, 2), c, 3), add(a, add(b, c, 2), 3));
+}
+
+TEST(SignSgd, VotePayloadsAreValidated) {
+  auto codec = make("signsgd");
+  std::vector<float> like(16);
+  const auto one = encode(*codec, view_of(like));
+  std::vector<uint8_t> two(codec->max_summed_payload_bytes(view_of(like), 2));
+  size_t written = 0;
+  ASSERT_TRUE(codec->sum_payloads(one.data(), one.size(), one.data(), one.size(), view_of(like), two.data(), two.size(),
+                                  &written).is_ok());
+  // Width 2 for 2 voters; a count of 3 negative votes is impossible.
+  std::vector<uint8_t> bad = two;
+  bad[24] = 0xff;
+  std::vector<float> out(16, 5.0f);
+  EXPECT_TRUE(is_error(codec->decode_add(bad.data(), bad.size(), view_of(out)), TIDEGATE_ERR_PROTOCOL));
+  EXPECT_EQ(out, std::vector<float>(16, 5.0f)) << "a rejected payload must not be half added";
+  bad = two;
+  bad[20] = 3;  // width does not fit the voters
+  EXPECT_TRUE(is_error(codec->decode(bad.data(), bad.size(), view_of(out)), TIDEGATE_ERR_PROTOCOL));
+  // Too small an output buffer for the sum.
+  EXPECT_TRUE(is_error(codec->sum_payloads(one.data(), one.size(), one.data(), one.size(), view_of(like), two.data(),
+                                           two.size() - 1, &written),
+                       TIDEGATE_ERR_INVALID_ARGUMENT));
+  // Other codecs do not sum.
+  EXPECT_TRUE(is_error(make("qsgd")->sum_payloads(one.data(), one.size(), one.data(), one.size(), view_of(like),
+                                                  two.data(), two.size(), &written),
+                       TIDEGATE_ERR_UNSUPPORTED));
+}
+
+TEST(EfSign, PayloadIsScaleAndSignBits) {
+  auto codec = make("efsign");
+  for (int64_t n : {0, 1, 9, 4096, 4097, 20000}) {
+    std::vector<float> x = gradient(n, static_cast<uint64_t>(n) + 1);
+    const auto payload = encode(*codec, view_of(x), 5);
+    ASSERT_EQ(payload, ref_efsign(x)) << n;
+    float scale = 0;
+    std::memcpy(&scale, payload.data() + 16, 4);
+    const auto y = decode(*codec, payload, n);
+    for (int64_t i = 0; i < n; ++i) ASSERT_EQ(y[i], x[i] < 0 ? -scale : scale);
+  }
+  EXPECT_TRUE(codec->deterministic());
+  EXPECT_TRUE(codec->wants_error_feedback());
+}
+
+TEST(EfSign, ScaleDoesNotDependOnThreads) {
+  auto codec = make("efsign");
+  std::vector<float> x = gradient(3'000'000, 17, 3.0f);
+  const auto one = encode(*codec, view_of(x), 0, 1);
+  EXPECT_EQ(one, encode(*codec, view_of(x), 0, 2));
+  EXPECT_EQ(one, encode(*codec, view_of(x), 0, 5));
+  EXPECT_EQ(one, ref_efsign(x));
+}
+
+}  // namespace
+}  // namespace tidegate
