@@ -47,7 +47,12 @@ std::vector<int> as_int(const std::vector<int64_t>& values) {
 
 bool built() { return true; }
 
-Status init(int* argc, char*** argv) { return check(MPI_Init(argc, argv), "MPI_Init"); }
+// MPI_THREAD_MULTIPLE: with --transport mpi, tidegate's progress thread calls MPI while the
+// benchmark's own thread runs the MPI baseline.
+Status init(int* argc, char*** argv) {
+  int provided = 0;
+  return check(MPI_Init_thread(argc, argv, MPI_THREAD_MULTIPLE, &provided), "MPI_Init_thread");
+}
 
 void finalize() { MPI_Finalize(); }
 

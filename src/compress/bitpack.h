@@ -181,7 +181,7 @@ TG_INLINE void pack_codes_fixed(const uint8_t* codes, int64_t n, uint8_t* out) {
     pack_codes_bytewise<BITS>(codes, n, out);
     return;
   } else if constexpr (BITS == 8) {
-    std::memcpy(out, codes, static_cast<size_t>(n));
+    if (n > 0) std::memcpy(out, codes, static_cast<size_t>(n));
     return;
   }
   const int64_t groups = n / 8;
@@ -204,7 +204,7 @@ TG_INLINE void unpack_codes_fixed(const uint8_t* in, int64_t n, uint8_t* codes) 
     unpack_codes_bytewise<BITS>(in, n, codes);
     return;
   } else if constexpr (BITS == 8) {
-    std::memcpy(codes, in, static_cast<size_t>(n));
+    if (n > 0) std::memcpy(codes, in, static_cast<size_t>(n));
     return;
   }
   const int64_t groups = n / 8;

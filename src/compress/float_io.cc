@@ -109,7 +109,8 @@ void load_floats(const TensorView& t, int64_t offset, int64_t n, float* dst) {
     case TIDEGATE_FLOAT64: doubles_to_floats(static_cast<const double*>(t.data) + offset, n, dst); break;
     case TIDEGATE_FLOAT16: halves_to_floats(static_cast<const uint16_t*>(t.data) + offset, n, dst); break;
     case TIDEGATE_BFLOAT16: bf16s_to_floats(static_cast<const uint16_t*>(t.data) + offset, n, dst); break;
-    default: std::memcpy(dst, static_cast<const float*>(t.data) + offset, static_cast<size_t>(n) * sizeof(float));
+    default:
+      if (n > 0) std::memcpy(dst, static_cast<const float*>(t.data) + offset, static_cast<size_t>(n) * sizeof(float));
   }
 }
 
@@ -121,7 +122,7 @@ void store_floats(const float* src, int64_t n, const TensorView& t, int64_t offs
     default:
       if (add) {
         add_floats(src, n, static_cast<float*>(t.data) + offset);
-      } else {
+      } else if (n > 0) {
         std::memcpy(static_cast<float*>(t.data) + offset, src, static_cast<size_t>(n) * sizeof(float));
       }
   }

@@ -13,10 +13,12 @@
 // structure does not depend on the hardware vector width.
 //
 // Clang (the fuzz build) and other architectures get plain functions: same results, fewer
-// vector instructions.
+// vector instructions. Defining TG_NO_VECTOR_CLONES does the same for GCC, so that a build with
+// an explicit -march (a test of one instruction set, a sanitizer build) runs exactly that code.
 #pragma once
 
-#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__linux__)
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__linux__) && \
+    !defined(TG_NO_VECTOR_CLONES)
 #define TG_VECTOR_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
 #else
 #define TG_VECTOR_CLONES

@@ -149,8 +149,9 @@ int64_t collect_ranges(const float* x, int64_t n, int64_t k, uint32_t threshold,
 uint32_t sampled_threshold(const float* x, int64_t n, int64_t k, int64_t* expected) {
   std::vector<uint32_t> sample(static_cast<size_t>(kSampleSize));
   for (int64_t s = 0; s < kSampleSize; ++s) {
-    const int64_t begin = n * s / kSampleSize;  // n < 2^56 and s < 2^14: no overflow
-    const int64_t length = n * (s + 1) / kSampleSize - begin;
+    // Stratum s of kSampleSize: [n s / S, n (s + 1) / S), in 128 bits (n s can pass 2^63).
+    const auto begin = static_cast<int64_t>(static_cast<seeded_u128>(n) * s / kSampleSize);
+    const auto length = static_cast<int64_t>(static_cast<seeded_u128>(n) * (s + 1) / kSampleSize) - begin;
     const int64_t position = begin + static_cast<int64_t>(seeded_below(kSampleSeed, s, length));
     sample[s] = std::min(magnitude_bits(x[position]), kNonFiniteMagnitude);
   }

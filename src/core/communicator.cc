@@ -86,6 +86,7 @@ Status Communicator::create(CommunicatorOptions options, std::unique_ptr<Communi
   context.secret = &secret;
   context.deadline = deadline;
   context.advertise_host = options.advertise_host;
+  context.mpi_comm = options.mpi_comm;
   TG_RETURN_IF_ERROR(entry->create(context, &comm->transport_));
 
   TaskContext task_context;

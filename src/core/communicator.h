@@ -28,6 +28,7 @@ struct CommunicatorOptions {
   Secret secret;                // authenticates data connections; empty = rank 0 picks one
   std::string advertise_host;   // local address peers can reach (from the store connection)
   std::shared_ptr<void> keep_alive;  // e.g. the store server rank 0 hosts; released on destroy
+  const void* mpi_comm = nullptr;    // MPI_Comm* from tidegate_comm_create_from_mpi (creation only)
 };
 
 class Communicator {

@@ -98,6 +98,10 @@ struct TransportContext {
   // Local address that peers can reach this rank at (the address of the route to the store),
   // or "" when unknown; transports use it when not told otherwise by their own config.
   std::string advertise_host;
+  // The MPI communicator (an MPI_Comm*) the communicator was created over by
+  // tidegate_comm_create_from_mpi, valid during creation only; nullptr otherwise. Only the
+  // mpi transport reads it (core code never sees an MPI type).
+  const void* mpi_comm = nullptr;
 };
 
 // Constructor of one transport kind (see transport_registry.h).

@@ -95,7 +95,9 @@ TEST(BucketedQuantisers, DecodedValuesStayWithinTheStatedBound) {
       }
       for (int64_t i = first; i < first + m; ++i) {
         const double err = std::fabs(static_cast<double>(y[i]) - x[i]);
-        ASSERT_LE(err, bound * (1 + 1e-5) + 1e-6 * amax + 1e-44) << c.spec << " element " << i;
+        // Slack: float rounding, and for subnormal buckets up to one subnormal ulp per level
+        // (the unit norm / L is itself subnormal and rounded).
+        ASSERT_LE(err, bound * (1 + 1e-5) + 1e-6 * amax + 255 * 0x1p-149) << c.spec << " element " << i;
         ASSERT_TRUE(std::isfinite(y[i]));
       }
     }

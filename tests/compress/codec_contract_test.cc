@@ -22,8 +22,8 @@ const char* const kSpecs[] = {"none", "fp16", "bf16", "qsgd:bits=2,bucket=64", "
                               "terngrad:bucket=64", "signsgd", "efsign", "onebit:bucket=64"};
 
 Status encode_status(const Codec& codec, const TensorView& t, size_t* written = nullptr) {
-  std::vector<uint8_t> out(codec.max_payload_bytes(t) + 1);
-  size_t w = 0;
+  std::vector<uint8_t> out(t.count >= 0 ? codec.max_payload_bytes(t) + 1 : 64);
+  size_t w = written != nullptr ? *written : 0;
   Status st = codec.encode(t, {}, out.data(), out.size(), &w);
   if (written != nullptr) *written = w;
   return st;

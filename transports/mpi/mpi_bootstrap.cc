@@ -111,6 +111,7 @@ Status create_communicator_from_mpi(const void* mpi_comm, std::unique_ptr<Commun
   TG_RETURN_IF_ERROR(choose_advertise_host(options.config, store_host, store_port, &options.advertise_host));
   // Each MPI-created communicator gets its own fresh store, so no key scoping is needed.
   options.store = store.get();
+  options.mpi_comm = &comm;  // the mpi transport duplicates it; `comm` outlives create()
   return Communicator::create(std::move(options), out);
 }
 

@@ -1,0 +1,9 @@
+// libFuzzer target: terngrad decode and decode_add on arbitrary payloads (terngrad:bucket=64).
+// Seeds: corpus/terngrad_decode/. See quant_fuzz_util.h for what is checked.
+#include "quant_fuzz_util.h"
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  static const auto codec = tidegate::fuzz::quant_codec_or_die("terngrad:bucket=64");
+  tidegate::fuzz::fuzz_quantiser_decode(*codec, data, size, /*raw=*/false);
+  return 0;
+}

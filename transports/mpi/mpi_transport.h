@@ -1,0 +1,166 @@
+// The MPI transport (DESIGN.md "Transport"): point-to-point messages on a private duplicate of
+// the MPI communicator the tidegate communicator was created over (or MPI_COMM_WORLD when it
+// was created from the environment or a store and MPI_COMM_WORLD's ranks are the same ranks).
+//
+// How a message travels:
+//  - Every message is a 64-byte encoded WireHeader on the channel's header tag followed by its
+//    payload, straight from / into the user's buffer, on the channel's payload tag, split into
+//    chunks of at most `chunk_bytes` (1 GiB) so that byte counts fit MPI's `int` counts. Two
+//    tags per channel rather than one packed message: packing would copy the payload. MPI's
+//    non-overtaking rule (per source, tag and communicator) pairs the k-th header and the k-th
+//    payload of a (peer, channel) with the k-th irecv, as long as payload receives are posted in
+//    irecv order, which a per-(peer, channel) queue keeps.
+//  - The receiver posts the header receive at once and the payload receive only after the
+//    header passed check_wire_header(): no payload byte is stored before the check (as the
+//    interface demands), and a sender whose payload is longer than expected can never overrun
+//    the user's buffer (Open MPI's shared-memory single-copy path does overrun on truncation).
+//    The cost is that a payload may wait as an unexpected message until the next poll. A
+//    mismatch fails the transfer and the whole transport (the tag streams are no longer
+//    paired) and tells every peer.
+//  - Tag 0 carries abort messages (status code + text). Every rank keeps one receive for it
+//    posted from MPI_ANY_SOURCE, so a peer's abort() reaches this rank's pending transfers.
+//
+// Threading: needs MPI_THREAD_MULTIPLE (checked at creation; UNSUPPORTED otherwise). The
+// transport's own MPI calls are serialised by its mutex, so they come from one thread at a
+// time, almost always the progress thread. Pure funnelling through the progress thread is not
+// enough: after a failure the engine stops calling progress(), so abort() must send the abort
+// messages itself from whichever thread calls it; and the application may use MPI on its own
+// communicators concurrently with our progress thread, which only MULTIPLE allows.
+//
+// Progress: MPI gives no file descriptor to wait on, so progress() polls MPI_Testsome, yielding
+// the CPU between polls for the first ~50 us (low latency for pipelined steps) and then
+// sleeping in short naps (kMaxNapUs) until max_wait, wake() or a completion. The naps stay
+// short because with the TCP BTL bytes move only while some thread calls into MPI.
+#pragma once
+
+#include <mpi.h>
+
+#include <array>
+#include <atomic>
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "core/transport.h"
+
+namespace tidegate {
+
+// The factory registered in the transport table (name "mpi").
+Status create_mpi_transport(const TransportContext& context, std::unique_ptr<Transport>* transport);
+
+namespace mpi {
+
+inline constexpr size_t kDefaultChunkBytes = size_t{1} << 30;
+inline constexpr int kAbortTag = 0;
+inline constexpr size_t kAbortMessageBytes = 1024;
+inline constexpr int kMaxNapUs = 200;
+
+struct MpiTransportOptions {
+  // Largest MPI message a payload is split into; tests shrink it to exercise chunking.
+  size_t chunk_bytes = kDefaultChunkBytes;
+};
+
+class MpiTransport final : public Transport {
+ public:
+  // Collective over the communicator's ranks: agrees through context.store that every rank
+  // can use MPI (initialised, MPI_THREAD_MULTIPLE, matching ranks) and then duplicates the
+  // MPI communicator. Fails with UNSUPPORTED, naming the rank and the reason, otherwise.
+  static Status create(const TransportContext& context, const MpiTransportOptions& options,
+                       std::unique_ptr<Transport>* out);
+  ~MpiTransport() override;
+
+  const char* name() const override { return "mpi"; }
+  TransportCapabilities capabilities() const override;
+  Status isend(int peer, uint32_t channel, const WireHeader& header, const void* payload,
+               size_t bytes, Handle* handle) override;
+  Status irecv(int peer, uint32_t channel, const WireHeader& expected, void* payload,
+               size_t bytes, Handle* handle) override;
+  Status test(Handle handle, bool* done) override;
+  Status progress(Milliseconds max_wait, bool* activity) override;
+  void wake() override;
+  void abort(const Status& reason) override;
+  Status close(Deadline deadline) override;
+
+  // MPI messages posted so far (headers and payload chunks); tests check the chunking.
+  uint64_t messages_posted() const;
+
+ private:
+  enum class Part : uint8_t { kHeader, kChunk };
+  struct Op {
+    bool is_send = false;
+    int peer = 0;
+    uint32_t channel = 0;
+    bool done = false;
+    Status status;
+    size_t parts_left = 0;  // MPI requests not yet completed (header + chunks)
+    WireHeader expected;    // receive: the header this rank expects
+    char* data = nullptr;   // receive: the user's buffer, filled once the header checked out
+    bool header_ok = false; // receive: the header arrived and matched
+    bool payload_posted = false;  // send: always; receive: its chunk receives are posted
+    std::array<unsigned char, kWireHeaderBytes> wire{};  // the encoded header sent / received
+  };
+  struct Slot {  // what one entry of requests_ belongs to
+    Handle handle = 0;  // 0 once its op was failed: the request is only drained
+    Part part = Part::kHeader;
+    bool is_recv = false;
+    size_t bytes = 0;   // the message's expected size
+  };
+
+  MpiTransport(const TransportContext& context, const MpiTransportOptions& options, MPI_Comm comm);
+
+  // ---- mpi_transport.cc: posting and polling
+  Status check_usable(int peer, uint32_t channel) const;
+  Status post_header(Handle handle, Op& op);
+  Status post_chunks(Handle handle, Op& op, char* data, size_t bytes);
+  // Posts the payload receives of the queued receives of (peer, channel) whose headers checked
+  // out, in irecv order, stopping at the first whose header has not arrived yet.
+  Status post_ready_payloads(int peer, uint32_t channel);
+  static void settle(Op& op);
+  void track(MPI_Request request, Handle handle, Part part, bool is_recv, size_t bytes);
+  Status poll_once(bool* moved);
+  void on_complete(const Slot& slot, const MPI_Status& status, bool status_has_error);
+  void finish_header(Op& op, int peer);
+  void compact_requests();
+
+  // ---- mpi_shutdown.cc: failure, abort and close
+  // Fails the transport with `status` (the first failure wins) and every pending transfer;
+  // with `tell_peers`, first sends every peer an abort message carrying it.
+  void fail(const Status& status, bool tell_peers);
+  void send_abort_messages(const Status& status);
+  Status post_abort_receive();
+  bool check_abort_receive();
+  // Tests every outstanding request until all completed or `deadline`; true when all did.
+  bool drain(Deadline deadline);
+  void release(Deadline deadline);
+
+  const int rank_;
+  const int size_;
+  const size_t chunk_bytes_;
+  const int max_channel_;  // largest channel whose two tags fit under MPI_TAG_UB
+  const std::string who_;  // "rank 3", for messages
+  MPI_Comm comm_;
+
+  mutable std::mutex mutex_;  // guards everything below and serialises our MPI calls
+  std::unordered_map<Handle, Op> ops_;  // node-based: Op::wire keeps its address for MPI
+  std::map<std::pair<int, uint32_t>, std::deque<Handle>> payload_queues_;  // receives, in order
+  std::vector<MPI_Request> requests_;   // parallel to slots_
+  std::vector<Slot> slots_;
+  Handle next_handle_ = 1;
+  uint64_t messages_posted_ = 0;
+  Status failed_;
+  bool closed_ = false;
+  bool abort_sent_ = false;
+  MPI_Request abort_recv_ = MPI_REQUEST_NULL;
+  std::array<char, kAbortMessageBytes> abort_in_{};
+  std::string abort_out_;  // the abort message this rank sent; MPI reads it until sent
+  std::vector<MPI_Request> abort_sends_;
+  std::atomic<bool> woken_{false};
+};
+
+}  // namespace mpi
+}  // namespace tidegate
