@@ -10,9 +10,9 @@
 // Its size is exact and known from the count, so decoders check it before reading.
 //
 // This class owns everything but the arithmetic: input checks, the non-finite policy, dtype
-// conversion, threads, layout and payload validation. A codec supplies encode_bucket() and
-// decode_bucket() (written as vectorisable loops in its own file) and, optionally, a check of
-// decoded scales.
+// conversion, threads, layout and payload validation. A codec supplies encode_buckets() and
+// decode_buckets() (loops over buckets inside one vectorised kernel in its own file) and,
+// optionally, a check of decoded scales.
 #pragma once
 
 #include <cstdint>

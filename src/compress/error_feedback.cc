@@ -34,6 +34,15 @@ TensorView host_view(void* data, int64_t count, tidegate_dtype_t dtype) {
   return v;
 }
 
+// A host view over scratch memory with the shape of the caller's tensor: matrix codecs
+// (PowerSGD) need rows x cols on the compensated tensor as much as on the input.
+TensorView shaped_view(void* data, const TensorView& like, tidegate_dtype_t dtype) {
+  TensorView v = host_view(data, like.count, dtype);
+  v.rows = like.rows;
+  v.cols = like.cols;
+  return v;
+}
+
 std::string key_text(uint64_t key) { return "error feedback for tensor key " + std::to_string(key); }
 
 template <typename Acc>
@@ -59,19 +68,19 @@ Status feedback_step(const Codec& codec, const TensorView& input, const std::vec
     load_floats(input, 0, input.count, compensated.data());
     if (residual != nullptr) add_floats(residual->data(), input.count, compensated.data());
   }
-  TensorView encoded = host_view(compensated.data(), input.count, acc_dtype<Acc>());
+  TensorView encoded = shaped_view(compensated.data(), input, acc_dtype<Acc>());
   if constexpr (std::is_same_v<Acc, float>) {
     if (input.dtype == TIDEGATE_FLOAT16 || input.dtype == TIDEGATE_BFLOAT16) {
       // Encode and decode in the tensor's own dtype, as its receivers will; rounding the
       // compensated value to 16 bits becomes part of the residual.
       narrow.resize(count);
-      encoded = host_view(narrow.data(), input.count, input.dtype);
+      encoded = shaped_view(narrow.data(), input, input.dtype);
       store_floats(compensated.data(), input.count, encoded, 0, false);
     }
   }
   TG_RETURN_IF_ERROR(codec.encode(encoded, context, out, capacity, bytes));
   if (encoded.dtype == acc_dtype<Acc>()) {
-    TG_RETURN_IF_ERROR(codec.decode(out, *bytes, host_view(sent.data(), input.count, acc_dtype<Acc>())));
+    TG_RETURN_IF_ERROR(codec.decode(out, *bytes, shaped_view(sent.data(), input, acc_dtype<Acc>())));
   } else if constexpr (std::is_same_v<Acc, float>) {
     TG_RETURN_IF_ERROR(codec.decode(out, *bytes, encoded));
     load_floats(encoded, 0, input.count, sent.data());
