@@ -21,36 +21,21 @@
 #include "compress/lane_reduce.h"
 #include "compress/parallel.h"
 #include "compress/payload.h"
+#include "compress/sign_bits.h"
 
 namespace tidegate {
 
 namespace {
 
-constexpr int64_t kBlock = 4096;
+constexpr int64_t kBlock = kSignBlock;
 constexpr size_t kParamBytes = 8;
 
 // Sign bits of x[0, n) and the block's sum of |x|; false when some element is not finite.
+// Cloned so lane_sum_abs (inlined here) gets the wide instruction sets too.
 TG_VECTOR_CLONES bool efsign_block(const float* TG_RESTRICT x, int64_t n, uint8_t* packed, double* abs_sum) {
-  uint8_t codes[kBlock];
-  uint32_t bad = 0;
-  for (int64_t i = 0; i < n; ++i) {
-    bad |= (float_bits(x[i]) & 0x7f800000u) == 0x7f800000u;
-    codes[i] = x[i] < 0 ? 1 : 0;
-  }
-  pack_codes(codes, n, 1, packed);
+  const bool finite = pack_signs(x, n, packed);
   *abs_sum = lane_sum_abs(x, n);
-  return bad == 0;
-}
-
-TG_VECTOR_CLONES void efsign_decode_block(const uint8_t* packed, int64_t n, float scale, float* TG_RESTRICT out,
-                                          bool add) {
-  uint8_t codes[kBlock];
-  unpack_codes(packed, n, 1, codes);
-  if (add) {
-    for (int64_t i = 0; i < n; ++i) out[i] += codes[i] ? -scale : scale;
-  } else {
-    for (int64_t i = 0; i < n; ++i) out[i] = codes[i] ? -scale : scale;
-  }
+  return finite;
 }
 
 class EfSignCodec final : public Codec {
@@ -133,9 +118,9 @@ Status EfSignCodec::decode_into(const uint8_t* payload, size_t bytes, const Tens
   for (int64_t first = 0; first < output.count; first += kBlock) {
     const int64_t n = std::min(kBlock, output.count - first);
     if (direct) {
-      efsign_decode_block(packed + first / 8, n, scale, static_cast<float*>(output.data) + first, add);
+      unpack_signs(packed + first / 8, n, scale, static_cast<float*>(output.data) + first, add);
     } else {
-      efsign_decode_block(packed + first / 8, n, scale, values, false);
+      unpack_signs(packed + first / 8, n, scale, values, false);
       store_floats(values, n, output, first, add);
     }
   }

@@ -20,37 +20,16 @@
 #include "compress/float_io.h"
 #include "compress/parallel.h"
 #include "compress/payload.h"
+#include "compress/sign_bits.h"
 #include "compress/simd.h"
 
 namespace tidegate {
 
 namespace {
 
-constexpr int64_t kChunk = 4096;
+constexpr int64_t kChunk = kSignBlock;
 constexpr size_t kParamBytes = 8;
 constexpr uint32_t kMaxVoters = uint32_t{1} << 31;
-
-// Packs the sign bits of x[0, n); false when some element is not finite.
-TG_VECTOR_CLONES bool pack_signs(const float* TG_RESTRICT x, int64_t n, uint8_t* packed) {
-  uint8_t codes[kChunk];
-  uint32_t bad = 0;
-  for (int64_t i = 0; i < n; ++i) {
-    bad |= (float_bits(x[i]) & 0x7f800000u) == 0x7f800000u;
-    codes[i] = x[i] < 0 ? 1 : 0;
-  }
-  pack_codes(codes, n, 1, packed);
-  return bad == 0;
-}
-
-TG_VECTOR_CLONES void unpack_signs(const uint8_t* packed, int64_t n, float* TG_RESTRICT out, bool add) {
-  uint8_t codes[kChunk];
-  unpack_codes(packed, n, 1, codes);
-  if (add) {
-    for (int64_t i = 0; i < n; ++i) out[i] += codes[i] ? -1.0f : 1.0f;
-  } else {
-    for (int64_t i = 0; i < n; ++i) out[i] = codes[i] ? -1.0f : 1.0f;
-  }
-}
 
 struct Votes {
   uint32_t voters = 0;
@@ -173,7 +152,7 @@ Status SignSgdCodec::decode_into(const uint8_t* payload, size_t bytes, const Ten
     float* out = direct ? static_cast<float*>(output.data) + first : values;
     const bool add_here = direct && add;
     if (votes.voters == 1) {
-      unpack_signs(packed, n, out, add_here);
+      unpack_signs(packed, n, 1.0f, out, add_here);
     } else {
       unpack_bits(packed, n, votes.width, counts);
       const uint64_t voters = votes.voters;
