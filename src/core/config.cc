@@ -14,7 +14,7 @@ const std::vector<ConfigEntry>& config_table() {
       {"TIDEGATE_SECRET", "", "Job secret that authenticates every store and data connection (HMAC-SHA256 challenge-response)."},
       {"TIDEGATE_SECRET_FILE", "", "File holding the job secret; must not be readable by group or others (mode 0600)."},
       {"TIDEGATE_TIMEOUT_MS", "300000", "Deadline in milliseconds: a collective or rendezvous that makes no progress for this long fails with a timeout on every rank."},
-      {"TIDEGATE_TRANSPORT", "auto", "Transport for collectives: auto or a built transport's name (tcp; mpi when built with MPI, under mpirun)."},
+      {"TIDEGATE_TRANSPORT", "auto", "Transport for collectives: auto or a built transport's name (tcp; mpi when built with MPI, under mpirun; ucx when built with UCX)."},
       {"TIDEGATE_ALGO", "", "Force algorithms, as collective=algorithm pairs separated by commas (e.g. allreduce=ring); empty lets the size rule decide."},
       {"TIDEGATE_ALLREDUCE_RD_MAX_BYTES", "16K", "Allreduce messages up to this size use recursive doubling."},
       {"TIDEGATE_ALLREDUCE_RING_MIN_BYTES", "1M", "Allreduce messages from this size use the ring; sizes between the two thresholds use Rabenseifner halving-doubling."},

@@ -1,0 +1,292 @@
+// UCX transport tests: ranks are threads of this process, each with its own UcxTransport (its
+// own ucp context and worker), meeting through one in-memory store. When UCX cannot create a
+// context, worker or endpoints here, the tests skip with UCX's reason, never pass.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstring>
+#include <functional>
+#include <memory>
+#include <thread>
+#include <vector>
+
+#include "bootstrap/auth.h"
+#include "bootstrap/memory_store.h"
+#include "core/config.h"
+#include "core/transport.h"
+#include "transports/ucx/ucx_transport.h"
+
+namespace tidegate {
+namespace {
+
+constexpr uint64_t kCommId = 0x7e57c0de;
+constexpr int64_t kTestTimeoutMs = 30000;
+
+void run_ranks(int size, const std::function<void(int rank)>& body) {
+  std::vector<std::thread> threads;
+  for (int rank = 0; rank < size; ++rank) threads.emplace_back(body, rank);
+  for (std::thread& thread : threads) thread.join();
+}
+
+struct RankInputs {
+  Config config;
+  Secret secret;
+  TransportContext context;
+};
+
+class UcxWorld {
+ public:
+  explicit UcxWorld(int size)
+      : inputs_(static_cast<size_t>(size)), transports_(static_cast<size_t>(size)),
+        statuses_(static_cast<size_t>(size)) {
+    run_ranks(size, [&](int rank) {
+      RankInputs& in = inputs_[static_cast<size_t>(rank)];
+      in.secret = Secret::from_text("ucx-test-secret");
+      in.context.rank = rank;
+      in.context.size = size;
+      in.context.comm_id = kCommId;
+      in.context.config = &in.config;
+      in.context.store = &store_;
+      in.context.secret = &in.secret;
+      in.context.deadline = Deadline::after_ms(kTestTimeoutMs);
+      statuses_[static_cast<size_t>(rank)] =
+          create_ucx_transport(in.context, &transports_[static_cast<size_t>(rank)]);
+    });
+  }
+  // "" when every rank connected; otherwise the first failure, for GTEST_SKIP / FAIL.
+  std::string failure() const {
+    for (const Status& st : statuses_) {
+      if (!st.is_ok()) return st.to_string();
+    }
+    return "";
+  }
+  bool unsupported() const {
+    for (const Status& st : statuses_) {
+      if (st.code() == TIDEGATE_ERR_UNSUPPORTED) return true;
+    }
+    return false;
+  }
+  Transport& at(int rank) { return *transports_[static_cast<size_t>(rank)]; }
+  void destroy(int rank) { transports_[static_cast<size_t>(rank)].reset(); }
+  // Closes every rank concurrently (a flush may need the peer to make progress).
+  void close_all() {
+    run_ranks(static_cast<int>(transports_.size()), [&](int rank) {
+      EXPECT_TRUE(at(rank).close(Deadline::after_ms(5000)).is_ok()) << "rank " << rank;
+    });
+  }
+
+ private:
+  MemoryStore store_;
+  std::vector<RankInputs> inputs_;
+  std::vector<std::unique_ptr<Transport>> transports_;
+  std::vector<Status> statuses_;
+};
+
+#define UCX_WORLD(name, size)                                              \
+  UcxWorld name(size);                                                     \
+  if (name.unsupported()) GTEST_SKIP() << "UCX unusable here: " << name.failure(); \
+  ASSERT_EQ(name.failure(), "")
+
+std::vector<Status> wait_all(Transport& transport, const std::vector<Transport::Handle>& handles) {
+  const Deadline deadline = Deadline::after_ms(kTestTimeoutMs);
+  std::vector<Status> results(handles.size(), timeout_error("transfer still pending at the deadline"));
+  std::vector<bool> finished(handles.size(), false);
+  size_t left = handles.size();
+  while (left > 0 && !deadline.passed()) {
+    bool activity = false;
+    (void)transport.progress(Milliseconds(20), &activity);  // failures surface through test()
+    for (size_t i = 0; i < handles.size(); ++i) {
+      if (finished[i]) continue;
+      bool done = false;
+      Status st = transport.test(handles[i], &done);
+      if (!done && st.is_ok()) continue;
+      finished[i] = true;
+      results[i] = st;
+      --left;
+    }
+  }
+  return results;
+}
+
+WireHeader header_for(int sender, uint64_t op_seq, size_t bytes) {
+  WireHeader header;
+  header.comm_id = kCommId;
+  header.op_kind = OpKind::kInternal;
+  header.dtype = TIDEGATE_UINT8;
+  header.op_seq = op_seq;
+  header.count = static_cast<int64_t>(bytes);
+  header.payload_bytes = bytes;
+  header.sender_rank = static_cast<uint32_t>(sender);
+  return header;
+}
+
+std::vector<unsigned char> pattern(int sender, int receiver, uint64_t seq, size_t bytes) {
+  std::vector<unsigned char> data(bytes);
+  uint64_t state = 0x9e3779b97f4a7c15ULL * (seq + 1) + static_cast<uint64_t>(sender) * 1000003 +
+                   static_cast<uint64_t>(receiver) * 7919;
+  for (size_t i = 0; i < bytes; ++i) {
+    state ^= state << 13;
+    state ^= state >> 7;
+    state ^= state << 17;
+    data[i] = static_cast<unsigned char>(state >> 24);
+  }
+  return data;
+}
+
+// Every rank sends `count` messages to every other rank on `channel_of(seq)` and receives the
+// same from each, posting receives in the order `recv_order` gives; all data is verified.
+void exchange(UcxWorld& world, int size, int count, const std::function<size_t(int, int, int)>& bytes_of,
+              const std::function<uint32_t(int)>& channel_of,
+              const std::function<std::vector<int>(int)>& recv_order) {
+  run_ranks(size, [&](int rank) {
+    Transport& t = world.at(rank);
+    std::vector<std::vector<unsigned char>> out, in, want;
+    std::vector<Transport::Handle> handles;
+    out.reserve(static_cast<size_t>(size * count));
+    in.reserve(static_cast<size_t>(size * count));
+    for (int peer = 0; peer < size; ++peer) {
+      if (peer == rank) continue;
+      for (int seq : recv_order(count)) {
+        const size_t n = bytes_of(peer, rank, seq);
+        in.emplace_back(n);
+        want.push_back(pattern(peer, rank, static_cast<uint64_t>(seq), n));
+        Transport::Handle h = 0;
+        ASSERT_TRUE(t.irecv(peer, channel_of(seq), header_for(peer, static_cast<uint64_t>(seq), n),
+                            n ? in.back().data() : nullptr, n, &h).is_ok());
+        handles.push_back(h);
+      }
+      for (int seq = 0; seq < count; ++seq) {
+        const size_t n = bytes_of(rank, peer, seq);
+        out.push_back(pattern(rank, peer, static_cast<uint64_t>(seq), n));
+        Transport::Handle h = 0;
+        ASSERT_TRUE(t.isend(peer, channel_of(seq), header_for(rank, static_cast<uint64_t>(seq), n),
+                            n ? out.back().data() : nullptr, n, &h).is_ok());
+        handles.push_back(h);
+      }
+    }
+    for (const Status& st : wait_all(t, handles)) EXPECT_TRUE(st.is_ok()) << "rank " << rank << ": " << st.to_string();
+    for (size_t i = 0; i < in.size(); ++i) EXPECT_TRUE(in[i] == want[i]) << "rank " << rank << " message " << i;
+  });
+}
+
+std::vector<int> in_order(int count) {
+  std::vector<int> order;
+  for (int i = 0; i < count; ++i) order.push_back(i);
+  return order;
+}
+
+TEST(UcxTransport, AllPairsTwoToFourRanks) {
+  for (int size = 2; size <= 4; ++size) {
+    UCX_WORLD(world, size);
+    exchange(world, size, 3, [](int s, int r, int seq) { return size_t(1000 * (s + 1) + 10 * r + seq); },
+             [](int) { return 0u; }, in_order);
+    world.close_all();
+  }
+}
+
+TEST(UcxTransport, ZeroByteMessages) {
+  UCX_WORLD(world, 3);
+  exchange(world, 3, 4, [](int, int, int) { return size_t{0}; }, [](int) { return 1u; }, in_order);
+  world.close_all();
+}
+
+TEST(UcxTransport, SixteenMiBMessage) {
+  UCX_WORLD(world, 2);
+  exchange(world, 2, 1, [](int, int, int) { return size_t{16} << 20; }, [](int) { return 0u; }, in_order);
+  world.close_all();
+}
+
+TEST(UcxTransport, FifoOnOneChannel) {
+  UCX_WORLD(world, 2);
+  // Sizes straddle the eager / rendezvous switch so that later small messages could overtake.
+  exchange(world, 2, 24, [](int, int, int seq) { return seq % 3 == 0 ? size_t{1} << 20 : size_t(seq * 7); },
+           [](int) { return 5u; }, in_order);
+  world.close_all();
+}
+
+TEST(UcxTransport, TwoChannelsInterleaved) {
+  UCX_WORLD(world, 2);
+  // Sent alternately on channels 1 and 2; received all of channel 2 first, then channel 1.
+  exchange(world, 2, 16, [](int, int, int seq) { return size_t(100 + seq * 333); },
+           [](int seq) { return 1u + static_cast<uint32_t>(seq % 2); },
+           [](int count) {
+             std::vector<int> order;
+             for (int i = 1; i < count; i += 2) order.push_back(i);
+             for (int i = 0; i < count; i += 2) order.push_back(i);
+             return order;
+           });
+  world.close_all();
+}
+
+TEST(UcxTransport, HeaderMismatchNamesBothRanksAndTheField) {
+  UCX_WORLD(world, 2);
+  std::vector<unsigned char> out(1024, 7), in(1024, 0);
+  Status recv_status, sender_failure;
+  run_ranks(2, [&](int rank) {
+    Transport& t = world.at(rank);
+    Transport::Handle h = 0;
+    if (rank == 0) {
+      ASSERT_TRUE(t.isend(1, 0, header_for(0, 0, 1024), out.data(), 1024, &h).is_ok());
+      (void)wait_all(t, {h});
+      // The receiver's abort message reaches the sender.
+      const Deadline until = Deadline::after_ms(kTestTimeoutMs);
+      while (sender_failure.is_ok() && !until.passed()) {
+        bool activity = false;
+        sender_failure = t.progress(Milliseconds(20), &activity);
+      }
+    } else {
+      WireHeader expected = header_for(0, 0, 1024);
+      expected.count = 1023;
+      ASSERT_TRUE(t.irecv(0, 0, expected, in.data(), 1024, &h).is_ok());
+      recv_status = wait_all(t, {h})[0];
+    }
+  });
+  EXPECT_EQ(recv_status.code(), TIDEGATE_ERR_MISMATCH) << recv_status.to_string();
+  EXPECT_NE(recv_status.message().find("rank 0"), std::string::npos) << recv_status.message();
+  EXPECT_NE(recv_status.message().find("rank 1"), std::string::npos) << recv_status.message();
+  EXPECT_NE(recv_status.message().find("'count'"), std::string::npos) << recv_status.message();
+  EXPECT_EQ(in, std::vector<unsigned char>(1024, 0)) << "payload stored before the header check";
+  EXPECT_EQ(sender_failure.code(), TIDEGATE_ERR_MISMATCH) << sender_failure.to_string();
+  EXPECT_NE(sender_failure.message().find("rank 1 aborted"), std::string::npos) << sender_failure.message();
+}
+
+TEST(UcxTransport, AbortReachesPeersWithItsCode) {
+  UCX_WORLD(world, 3);
+  std::vector<Status> results(3);
+  std::vector<unsigned char> bufs[3];
+  std::atomic<int> posted{0};
+  run_ranks(3, [&](int rank) {
+    Transport& t = world.at(rank);
+    if (rank == 0) {
+      // Abort once the peers wait on this rank, so the abort fails a pending receive.
+      while (posted.load() < 2) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      t.abort(auth_error("rank 0 refused the job"));
+      return;
+    }
+    bufs[rank].resize(64);
+    Transport::Handle h = 0;
+    ASSERT_TRUE(t.irecv(0, 3, header_for(0, 0, 64), bufs[rank].data(), 64, &h).is_ok());
+    posted.fetch_add(1);
+    results[static_cast<size_t>(rank)] = wait_all(t, {h})[0];
+  });
+  for (int rank = 1; rank < 3; ++rank) {
+    const Status& st = results[static_cast<size_t>(rank)];
+    EXPECT_EQ(st.code(), TIDEGATE_ERR_AUTH) << st.to_string();
+    EXPECT_NE(st.message().find("rank 0 aborted: rank 0 refused the job"), std::string::npos) << st.message();
+  }
+}
+
+TEST(UcxTransport, VanishedPeerFailsPendingReceiveWithPeerFailed) {
+  UCX_WORLD(world, 2);
+  std::vector<unsigned char> in(64);
+  Transport::Handle h = 0;
+  ASSERT_TRUE(world.at(0).irecv(1, 0, header_for(1, 0, 64), in.data(), 64, &h).is_ok());
+  world.destroy(1);  // its worker and endpoints go away without a message
+  const Status st = wait_all(world.at(0), {h})[0];
+  EXPECT_EQ(st.code(), TIDEGATE_ERR_PEER_FAILED) << st.to_string();
+  EXPECT_NE(st.message().find("rank 1"), std::string::npos) << st.message();
+}
+
+}  // namespace
+}  // namespace tidegate

@@ -1,0 +1,308 @@
+// UCX transport: posting, completions and progress (the design is described in ucx_transport.h).
+#include "transports/ucx/ucx_transport.h"
+
+#include <poll.h>
+
+#include <algorithm>
+
+namespace tidegate {
+namespace ucx {
+
+namespace {
+
+constexpr ucp_tag_t kKindMask = ucp_tag_t{3} << 62;
+constexpr ucp_tag_t kFullMask = ~ucp_tag_t{0};
+
+ucp_tag_t make_tag(uint8_t kind, uint32_t channel, int sender) {
+  return (ucp_tag_t{kind} << 62) | (ucp_tag_t{channel} << 32) | static_cast<uint32_t>(sender);
+}
+
+}  // namespace
+
+Status UcxTransport::check_usable(int peer, uint32_t channel) const {
+  if (!failed_.is_ok()) return failed_;
+  if (closed_) return aborted_error(who_ + ": the ucx transport is closed");
+  TG_CHECK_ARG(peer >= 0 && peer < size_ && peer != rank_,
+               who_ + ": peer " + std::to_string(peer) + " is not another rank of " + std::to_string(size_));
+  TG_CHECK_ARG(channel <= kMaxChannel, "channel " + std::to_string(channel) +
+                                           " exceeds the largest the ucx tag holds (" +
+                                           std::to_string(kMaxChannel) + ")");
+  return Status::ok();
+}
+
+// Posting failures leave the tag streams unpaired, so callers fail the whole transport.
+Status UcxTransport::post(Handle handle, Kind kind, int peer, uint32_t channel, void* buffer,
+                          size_t bytes, bool is_recv) {
+  auto owned = std::make_unique<Part>();
+  Part* part = owned.get();
+  part->self = this;
+  part->handle = handle;
+  part->kind = kind;
+  part->is_recv = is_recv;
+  part->bytes = bytes;
+  ucp_request_param_t param{};
+  // No immediate completion: every request completes through its callback, one code path.
+  param.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA |
+                       UCP_OP_ATTR_FIELD_DATATYPE | UCP_OP_ATTR_FLAG_NO_IMM_CMPL;
+  param.datatype = ucp_dt_make_contig(1);
+  param.user_data = part;
+  void* request = nullptr;
+  if (is_recv) {
+    param.cb.recv = &UcxTransport::on_recv;
+    const bool any = kind == Kind::kAbort;
+    request = ucp_tag_recv_nbx(worker_, buffer, bytes,
+                               make_tag(static_cast<uint8_t>(kind), channel, any ? 0 : peer),
+                               any ? kKindMask : kFullMask, &param);
+  } else {
+    param.cb.send = &UcxTransport::on_send;
+    request = ucp_tag_send_nbx(eps_[static_cast<size_t>(peer)], buffer, bytes,
+                               make_tag(static_cast<uint8_t>(kind), channel, rank_), &param);
+  }
+  if (UCS_PTR_IS_ERR(request)) {
+    return peer_failed(who_ + (is_recv ? ": receive from rank " : ": send to rank ") +
+                       std::to_string(peer) + " failed: " + ucs_status_string(UCS_PTR_STATUS(request)));
+  }
+  part->request = request;
+  parts_.emplace(part, std::move(owned));
+  return Status::ok();
+}
+
+void UcxTransport::on_send(void* request, ucs_status_t status, void* user_data) {
+  Part* part = static_cast<Part*>(user_data);
+  part->request = request;
+  part->status = status;
+  part->fired = true;
+  part->self->completed_.push_back(part);
+}
+
+void UcxTransport::on_recv(void* request, ucs_status_t status, const ucp_tag_recv_info_t* info,
+                           void* user_data) {
+  Part* part = static_cast<Part*>(user_data);
+  part->request = request;
+  part->status = status;
+  part->fired = true;
+  if (status == UCS_OK && info != nullptr) {
+    part->length = info->length;
+    part->sender_tag = info->sender_tag;
+  }
+  part->self->completed_.push_back(part);
+}
+
+// Called from ucp_worker_progress (so under mutex_). A peer that closed after its last message
+// is not yet an error; check_dead_peers() fails the transport once this rank waits on it.
+void UcxTransport::on_ep_error(void* arg, ucp_ep_h, ucs_status_t status) {
+  EpArg* ep = static_cast<EpArg*>(arg);
+  UcxTransport* self = ep->self;
+  if (self->closed_) return;
+  self->peer_errors_[static_cast<size_t>(ep->peer)] =
+      peer_failed(self->who_ + ": the connection to rank " + std::to_string(ep->peer) +
+                  " failed: " + ucs_status_string(status));
+}
+
+Status UcxTransport::post_ready_payloads(int peer, uint32_t channel) {
+  std::deque<Handle>& queue = payload_queues_[{peer, channel}];
+  while (!queue.empty()) {
+    auto it = ops_.find(queue.front());
+    if (it == ops_.end() || it->second.done) {  // failed meanwhile
+      queue.pop_front();
+      continue;
+    }
+    Op& op = it->second;
+    if (!op.header_ok) break;
+    const size_t bytes = static_cast<size_t>(op.expected.payload_bytes);
+    if (bytes > 0) {
+      TG_RETURN_IF_ERROR(post(queue.front(), Kind::kPayload, peer, channel, op.data, bytes, true));
+      ++op.parts_left;
+    }
+    op.payload_posted = true;
+    queue.pop_front();
+    settle(op);
+  }
+  return Status::ok();
+}
+
+void UcxTransport::settle(Op& op) {
+  if (op.payload_posted && op.parts_left == 0) op.done = true;
+}
+
+Status UcxTransport::isend(int peer, uint32_t channel, const WireHeader& header, const void* payload,
+                           size_t bytes, Handle* handle) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  TG_RETURN_IF_ERROR(check_usable(peer, channel));
+  TG_CHECK_ARG(header.payload_bytes == bytes, "isend: header.payload_bytes (" +
+                                                  std::to_string(header.payload_bytes) +
+                                                  ") differs from the payload size " + std::to_string(bytes));
+  TG_CHECK_ARG(payload != nullptr || bytes == 0, "isend: null payload");
+  const Handle h = next_handle_++;
+  Op& op = ops_[h];
+  op.is_send = true;
+  op.peer = peer;
+  op.channel = channel;
+  encode_wire_header(header, op.wire.data());
+  Status st = post(h, Kind::kHeader, peer, channel, op.wire.data(), kWireHeaderBytes, false);
+  if (st.is_ok()) ++op.parts_left;
+  // UCX only reads a send buffer; its API takes a non-const pointer.
+  if (st.is_ok() && bytes > 0) {
+    st = post(h, Kind::kPayload, peer, channel, const_cast<void*>(payload), bytes, false);
+    if (st.is_ok()) ++op.parts_left;
+  }
+  op.payload_posted = true;
+  if (!st.is_ok()) fail(st, true);
+  *handle = h;
+  return Status::ok();  // a posting failure is reported by test(), like any failed transfer
+}
+
+Status UcxTransport::irecv(int peer, uint32_t channel, const WireHeader& expected, void* payload,
+                           size_t bytes, Handle* handle) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  TG_RETURN_IF_ERROR(check_usable(peer, channel));
+  TG_CHECK_ARG(expected.payload_bytes <= bytes, "irecv: expected.payload_bytes (" +
+                                                    std::to_string(expected.payload_bytes) +
+                                                    ") exceeds the capacity " + std::to_string(bytes));
+  TG_CHECK_ARG(payload != nullptr || expected.payload_bytes == 0, "irecv: null payload");
+  const Handle h = next_handle_++;
+  Op& op = ops_[h];
+  op.peer = peer;
+  op.channel = channel;
+  op.expected = expected;
+  op.data = static_cast<char*>(payload);
+  payload_queues_[{peer, channel}].push_back(h);
+  Status st = post(h, Kind::kHeader, peer, channel, op.wire.data(), kWireHeaderBytes, true);
+  if (st.is_ok()) ++op.parts_left;
+  if (!st.is_ok()) fail(st, true);
+  *handle = h;
+  return Status::ok();
+}
+
+Status UcxTransport::test(Handle handle, bool* done) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto it = ops_.find(handle);
+  TG_CHECK_ARG(it != ops_.end(), "test: unknown or already finished transfer handle " + std::to_string(handle));
+  *done = it->second.done;
+  if (!*done) return Status::ok();
+  Status status = std::move(it->second.status);
+  ops_.erase(it);
+  return status;
+}
+
+// The receiver's check: only a header that checks out lets its payload receive be posted.
+void UcxTransport::finish_header(Op& op) {
+  const WireHeader received = decode_wire_header(op.wire.data());
+  Status st = check_wire_header(op.expected, received, rank_, op.peer);
+  if (!st.is_ok()) {
+    op.done = true;
+    op.status = st;
+    fail(st, true);  // the peer's payload messages no longer pair with our receives
+    return;
+  }
+  op.header_ok = true;
+  st = post_ready_payloads(op.peer, op.channel);
+  if (!st.is_ok()) fail(st, true);
+}
+
+void UcxTransport::on_complete(Part& part) {
+  if (part.kind == Kind::kAbort) {
+    if (part.is_recv && part.status == UCS_OK) on_abort_message(part);
+    return;
+  }
+  auto it = ops_.find(part.handle);
+  if (it == ops_.end() || it->second.done) return;  // failed meanwhile; the request is drained
+  Op& op = it->second;
+  Status st;
+  if (part.status != UCS_OK) {
+    st = peer_failed(who_ + (part.is_recv ? ": receive from rank " : ": send to rank ") +
+                     std::to_string(op.peer) + " failed: " + ucs_status_string(part.status));
+  } else if (part.is_recv && part.length != part.bytes) {
+    st = protocol_error(who_ + ": rank " + std::to_string(op.peer) + " sent a " +
+                        std::to_string(part.length) + "-byte message where " +
+                        std::to_string(part.bytes) + " bytes were expected");
+  }
+  if (!st.is_ok()) {
+    fail(st, true);
+    return;
+  }
+  --op.parts_left;
+  if (part.is_recv && part.kind == Kind::kHeader) finish_header(op);
+  if (!op.done) settle(op);
+}
+
+bool UcxTransport::poll_once() {
+  bool moved = false;
+  while (ucp_worker_progress(worker_) != 0) moved = true;
+  moved |= reap();
+  if (!moved) check_dead_peers();
+  return moved;
+}
+
+bool UcxTransport::reap() {
+  bool any = false;
+  // Handling a completion may post requests whose callbacks append to completed_ again, and
+  // may fail the transport, which drains (and reaps) from inside this loop: each part leaves
+  // parts_ before it is handled so a nested drain does not wait for it.
+  while (!completed_.empty()) {
+    any = true;
+    std::vector<Part*> batch;
+    batch.swap(completed_);
+    for (Part* part : batch) {
+      std::unique_ptr<Part> owned;
+      auto it = parts_.find(part);
+      if (it != parts_.end()) {
+        owned = std::move(it->second);
+        parts_.erase(it);
+      }
+      if (part->request != nullptr) ucp_request_free(part->request);
+      on_complete(*part);
+    }
+  }
+  return any;
+}
+
+// Only when the worker is idle: a message the peer sent before it went away has been matched
+// by then, so a transfer still pending with a failed peer can never finish.
+void UcxTransport::check_dead_peers() {
+  if (!failed_.is_ok()) return;
+  for (const auto& entry : ops_) {
+    const Op& op = entry.second;
+    if (op.done) continue;
+    const Status& err = peer_errors_[static_cast<size_t>(op.peer)];
+    if (!err.is_ok()) {
+      fail(err, true);
+      return;
+    }
+  }
+}
+
+Status UcxTransport::progress(Milliseconds max_wait, bool* activity) {
+  *activity = false;
+  const Deadline until = Deadline::after(max_wait);
+  std::unique_lock<std::mutex> lock(mutex_);
+  while (true) {
+    if (closed_) return failed_;
+    const bool moved = poll_once();
+    *activity |= moved;
+    if (!failed_.is_ok() || moved || woken_.exchange(false) || until.passed()) return failed_;
+    // Arm the event fd; BUSY means events arrived meanwhile, so poll again at once.
+    const ucs_status_t s = ucp_worker_arm(worker_);
+    if (s == UCS_ERR_BUSY) continue;
+    if (s != UCS_OK) {
+      fail(ucx_error(who_ + ": ucp_worker_arm", s), true);
+      return failed_;
+    }
+    const int64_t wait_ms = std::min<int64_t>(kMaxSleepMs, until.remaining().count());
+    lock.unlock();  // abort() may run while we sleep
+    pollfd fd{efd_, POLLIN, 0};
+    ::poll(&fd, 1, static_cast<int>(wait_ms));
+    lock.lock();
+  }
+}
+
+void UcxTransport::wake() {
+  woken_.store(true);
+  // Safe from any thread and without our mutex (UCX documents it so). The worker exists for
+  // the transport's whole life: it is destroyed only in the destructor.
+  if (worker_ != nullptr) ucp_worker_signal(worker_);
+}
+
+}  // namespace ucx
+
+}  // namespace tidegate
