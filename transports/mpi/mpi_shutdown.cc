@@ -17,7 +17,6 @@ namespace {
 constexpr int64_t kFailDrainMs = 200;
 // How long the destructor (no close() after a failure) waits for leftovers before freeing them.
 constexpr int64_t kReleaseDrainMs = 1000;
-constexpr size_t kCodeBytes = sizeof(int32_t);
 }  // namespace
 
 Status MpiTransport::post_abort_receive() {
@@ -39,15 +38,7 @@ bool MpiTransport::check_abort_receive() {
   if (!flag) return false;
   int count = 0;
   MPI_Get_count(&status, MPI_BYTE, &count);
-  int32_t code = TIDEGATE_ERR_ABORTED;
-  std::string text;
-  if (count >= static_cast<int>(kCodeBytes)) {
-    std::memcpy(&code, abort_in_.data(), kCodeBytes);
-    text.assign(abort_in_.data() + kCodeBytes, static_cast<size_t>(count) - kCodeBytes);
-  }
-  if (code < TIDEGATE_ERR_INVALID_ARGUMENT || code > TIDEGATE_ERR_INTERNAL) code = TIDEGATE_ERR_ABORTED;
-  fail(Status(static_cast<tidegate_status_t>(code),
-              "rank " + std::to_string(status.MPI_SOURCE) + " aborted: " + text),
+  fail(decode_abort_message(abort_in_.data(), static_cast<size_t>(std::max(count, 0)), status.MPI_SOURCE),
        false);
   return true;
 }
@@ -55,11 +46,7 @@ bool MpiTransport::check_abort_receive() {
 void MpiTransport::send_abort_messages(const Status& status) {
   if (abort_sent_ || closed_) return;
   abort_sent_ = true;
-  const int32_t code = static_cast<int32_t>(status.code());
-  const std::string& text = status.message();
-  abort_out_.assign(kCodeBytes + std::min(text.size(), kAbortMessageBytes - kCodeBytes), '\0');
-  std::memcpy(abort_out_.data(), &code, kCodeBytes);
-  std::memcpy(abort_out_.data() + kCodeBytes, text.data(), abort_out_.size() - kCodeBytes);
+  abort_out_ = encode_abort_message(status);
   for (int peer = 0; peer < size_; ++peer) {
     if (peer == rank_) continue;
     MPI_Request request = MPI_REQUEST_NULL;

@@ -46,6 +46,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "core/abort_message.h"
 #include "core/transport.h"
 
 namespace tidegate {
@@ -57,7 +58,6 @@ namespace mpi {
 
 inline constexpr size_t kDefaultChunkBytes = size_t{1} << 30;
 inline constexpr int kAbortTag = 0;
-inline constexpr size_t kAbortMessageBytes = 1024;
 inline constexpr int kMaxNapUs = 200;
 
 struct MpiTransportOptions {

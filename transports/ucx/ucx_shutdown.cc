@@ -14,31 +14,18 @@ namespace {
 constexpr int64_t kFailDrainMs = 200;
 // How long the destructor (no close() before it) waits for endpoints to flush.
 constexpr int64_t kReleaseDrainMs = 1000;
-constexpr size_t kCodeBytes = sizeof(int32_t);
 }  // namespace
 
 // A peer's abort message: fails this transport with its code, naming the peer.
 void UcxTransport::on_abort_message(const Part& part) {
   const int sender = static_cast<int>(part.sender_tag & 0xffffffffu);
-  int32_t code = TIDEGATE_ERR_ABORTED;
-  std::string text;
-  if (part.length >= kCodeBytes) {
-    std::memcpy(&code, abort_in_.data(), kCodeBytes);
-    text.assign(abort_in_.data() + kCodeBytes, part.length - kCodeBytes);
-  }
-  if (code < TIDEGATE_ERR_INVALID_ARGUMENT || code > TIDEGATE_ERR_INTERNAL) code = TIDEGATE_ERR_ABORTED;
-  fail(Status(static_cast<tidegate_status_t>(code), "rank " + std::to_string(sender) + " aborted: " + text),
-       false);
+  fail(decode_abort_message(abort_in_.data(), part.length, sender), false);
 }
 
 void UcxTransport::send_abort_messages(const Status& status) {
   if (abort_sent_ || closed_) return;
   abort_sent_ = true;
-  const int32_t code = static_cast<int32_t>(status.code());
-  const std::string& text = status.message();
-  abort_out_.assign(kCodeBytes + std::min(text.size(), kAbortMessageBytes - kCodeBytes), '\0');
-  std::memcpy(abort_out_.data(), &code, kCodeBytes);
-  std::memcpy(abort_out_.data() + kCodeBytes, text.data(), abort_out_.size() - kCodeBytes);
+  abort_out_ = encode_abort_message(status);
   for (int peer = 0; peer < size_; ++peer) {
     if (peer == rank_ || eps_[static_cast<size_t>(peer)] == nullptr) continue;
     // Best effort: a peer that is gone simply never receives it.

@@ -48,6 +48,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "core/abort_message.h"
 #include "core/transport.h"
 
 namespace tidegate {
@@ -58,7 +59,6 @@ Status create_ucx_transport(const TransportContext& context, std::unique_ptr<Tra
 namespace ucx {
 
 inline constexpr uint32_t kMaxChannel = (1u << 30) - 1;
-inline constexpr size_t kAbortMessageBytes = 1024;
 inline constexpr int kMaxSleepMs = 50;
 
 // A local UCX call failed (not a peer): SYSTEM, with UCX's own words.
