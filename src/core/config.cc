@@ -15,6 +15,12 @@ const std::vector<ConfigEntry>& config_table() {
       {"TIDEGATE_SECRET_FILE", "", "File holding the job secret; must not be readable by group or others (mode 0600)."},
       {"TIDEGATE_TIMEOUT_MS", "300000", "Deadline in milliseconds: a collective or rendezvous that makes no progress for this long fails with a timeout on every rank."},
       {"TIDEGATE_TRANSPORT", "auto", "Transport for collectives: auto or a built transport's name (tcp; mpi when built with MPI, under mpirun; ucx when built with UCX)."},
+      {"TIDEGATE_PROBE", "on", "Bandwidth probe at communicator creation: on (measure, or load TIDEGATE_PROBE_CACHE) or off (plan from nominal figures, i.e. the fixed size rule)."},
+      {"TIDEGATE_PROBE_BUDGET_MS", "800", "Upper bound in milliseconds on the time the probe spends measuring, all transports together."},
+      {"TIDEGATE_PROBE_CACHE", "", "Profile file: when it holds a profile for the same ranks and transports the probe is skipped; after measuring, rank 0 writes it."},
+      {"TIDEGATE_TUNE", "", "Plan overrides, rules separated by #, e.g. allreduce:0-64K:@recursive_doubling#allreduce:64K-inf:tcp:@ring (grammar in README)."},
+      {"TIDEGATE_REPLAN_INTERVAL", "64", "Collectives between two online re-planning rounds (ranks agree on measured/predicted times and re-plan identically); 0 disables."},
+      {"TIDEGATE_REPLAN_MARGIN", "0.25", "Re-plan when a choice's agreed measured/predicted time ratio is off from 1 by more than this fraction."},
       {"TIDEGATE_ALGO", "", "Force algorithms, as collective=algorithm pairs separated by commas (e.g. allreduce=ring); empty lets the size rule decide."},
       {"TIDEGATE_ALLREDUCE_RD_MAX_BYTES", "16K", "Allreduce messages up to this size use recursive doubling."},
       {"TIDEGATE_ALLREDUCE_RING_MIN_BYTES", "1M", "Allreduce messages from this size use the ring; sizes between the two thresholds use Rabenseifner halving-doubling."},
@@ -163,6 +169,23 @@ Status Config::validate_and_cache() {
   TG_RETURN_IF_ERROR(parse_size_variable(*this, "TIDEGATE_SEGMENT_BYTES", 4096, &segment_bytes_));
   TG_RETURN_IF_ERROR(parse_size_variable(*this, "TIDEGATE_ALLREDUCE_RD_MAX_BYTES", 0, &rd_max_bytes_));
   TG_RETURN_IF_ERROR(parse_size_variable(*this, "TIDEGATE_ALLREDUCE_RING_MIN_BYTES", 0, &ring_min_bytes_));
+
+  const std::string& probe = raw("TIDEGATE_PROBE");
+  if (probe != "on" && probe != "off") {
+    return config_error("TIDEGATE_PROBE='" + probe + "' must be on or off");
+  }
+  probe_enabled_ = probe == "on";
+  TG_RETURN_IF_ERROR(parse_positive_integer(*this, "TIDEGATE_PROBE_BUDGET_MS", 10, 600000, &probe_budget_ms_));
+  TG_RETURN_IF_ERROR(parse_positive_integer(*this, "TIDEGATE_REPLAN_INTERVAL", 0, int64_t{1} << 40, &replan_interval_));
+  {
+    const std::string& text = raw("TIDEGATE_REPLAN_MARGIN");
+    char* end = nullptr;
+    double margin = std::strtod(text.c_str(), &end);
+    if (text.empty() || *end != '\0' || !(margin > 0.0 && margin <= 100.0)) {
+      return config_error("TIDEGATE_REPLAN_MARGIN='" + text + "' is not a fraction in (0, 100], e.g. 0.25");
+    }
+    replan_margin_ = margin;
+  }
 
   const std::string& level = raw("TIDEGATE_LOG_LEVEL");
   if (level == "error") log_level_ = 0;

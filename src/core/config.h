@@ -47,6 +47,10 @@ class Config {
   int64_t recursive_doubling_max_bytes() const { return rd_max_bytes_; }
   int64_t ring_min_bytes() const { return ring_min_bytes_; }
   int log_level() const { return log_level_; }  // 0 error, 1 warn, 2 info, 3 debug
+  bool probe_enabled() const { return probe_enabled_; }
+  int64_t probe_budget_ms() const { return probe_budget_ms_; }
+  int64_t replan_interval() const { return replan_interval_; }  // 0 = never
+  double replan_margin() const { return replan_margin_; }
 
   // Variables set by job launchers (Open MPI, PMI, Slurm), captured by from_environment() so
   // that rank discovery needs no getenv of its own: "" when unset or not a launcher variable.
@@ -68,6 +72,10 @@ class Config {
   int64_t rd_max_bytes_ = 0;
   int64_t ring_min_bytes_ = 0;
   int log_level_ = 1;
+  bool probe_enabled_ = true;
+  int64_t probe_budget_ms_ = 800;
+  int64_t replan_interval_ = 64;
+  double replan_margin_ = 0.25;
   std::map<std::string, std::string> forced_algorithms_;
 };
 

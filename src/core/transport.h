@@ -25,6 +25,24 @@ namespace tidegate {
 class Store;
 class Secret;
 
+// A transport's own dense collectives (MPI_Allreduce, ncclAllReduce, ...), offered to the
+// planner as the algorithm "native" beside tidegate's own.
+enum class NativeCollective { kAllreduce, kAllgather, kReduceScatter };
+
+// One native collective. Counts are elements. allreduce: `count` in and out. allgather: `count`
+// in per rank, size*count out (rank order). reduce_scatter: size*count in, `count` out (this
+// rank's block, rank order). input may equal output (in place) only for allreduce.
+struct NativeCollectiveArgs {
+  NativeCollective kind = NativeCollective::kAllreduce;
+  const void* input = nullptr;
+  void* output = nullptr;
+  int64_t count = 0;
+  tidegate_dtype_t dtype = TIDEGATE_FLOAT32;
+  tidegate_reduce_op_t reduce_op = TIDEGATE_SUM;
+  tidegate_memory_t memory = TIDEGATE_MEMORY_HOST;
+  void* stream = nullptr;  // cudaStream_t for device memory (nullptr = the transport's own)
+};
+
 // What a transport can do. The selector trusts these, so they must tell the truth.
 struct TransportCapabilities {
   bool host_memory = true;
@@ -72,6 +90,25 @@ class Transport {
   // to restart its no-progress deadline. A returned error means the transport has failed as a
   // whole (e.g. a peer died); all its pending transfers fail too.
   virtual Status progress(Milliseconds max_wait, bool* activity) = 0;
+
+  // Whether post_native() accepts this collective, dtype, op and memory kind (MPI has no
+  // float16 type, NCCL has no BAND, ...). The planner only offers "native" where this is true.
+  virtual bool supports_native(NativeCollective kind, tidegate_dtype_t dtype,
+                               tidegate_reduce_op_t op, tidegate_memory_t memory) const {
+    (void)kind; (void)dtype; (void)op; (void)memory;
+    return false;
+  }
+
+  // Posts a native collective; completion is reported by test(*handle) like a transfer. Before
+  // any data moves, every rank's `header` (the op's identity: kind, op_seq, dtype, count, op)
+  // is compared across ranks with check_wire_header(), and a mismatch fails the handle with
+  // that error on every rank (never a hang or a wrong sum). UNSUPPORTED when
+  // supports_native() is false.
+  virtual Status post_native(const WireHeader& header, const NativeCollectiveArgs& args,
+                             Handle* handle) {
+    (void)header; (void)args; (void)handle;
+    return unsupported(std::string(name()) + " offers no native collectives");
+  }
 
   // Interrupts a blocking progress() from any thread. Thread-safe.
   virtual void wake() = 0;

@@ -1,0 +1,38 @@
+// The alpha-beta-gamma cost model (Hockney; Thakur, Rabenseifner & Gropp 2005): predicted time
+// of each (transport, algorithm) for a collective of n bytes on P ranks, from the probe's
+// figures. alpha = latency per message, beta = seconds per byte on a link (1/bandwidth),
+// gamma = seconds per byte reduced locally. Corrections (measured / predicted, learned online
+// by the planner) scale a (transport, algorithm) pair's prediction.
+//
+// Shaped for later additions: a codec adds its encode/decode gamma and its compression ratio
+// to the same formula as another candidate.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "core/types.h"
+#include "select/probe_profile.h"
+
+namespace tidegate {
+
+// (transport, algorithm) -> multiplicative correction of the prediction (1 = trust the model).
+using Corrections = std::map<std::pair<std::string, std::string>, double>;
+
+struct CostQuery {
+  OpKind kind = OpKind::kAllreduce;
+  int64_t bytes = 0;  // the collective's size as the plan keys it (allreduce: the tensor;
+                      // allgather/reduce_scatter: the full, size*count, buffer)
+  int size = 1;
+};
+
+// Predicted microseconds of `algorithm` on `transport` (with figures `link`), or a negative
+// value when the model has no formula for that pair (then it is not a candidate).
+double predicted_us(const ProbeProfile& profile, const TransportFigures& link,
+                    const std::string& algorithm, const CostQuery& query,
+                    const Corrections& corrections);
+
+}  // namespace tidegate
