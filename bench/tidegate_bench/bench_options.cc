@@ -76,7 +76,10 @@ const char* bench_usage() {
          "  -d TYPE         float|double|half|bfloat16|int32|int64|uint8 (float)\n"
          "  -C COLLECTIVE   allreduce|reduce_scatter|allgather|allgatherv|broadcast|alltoallv\n"
          "  -r ROOT         broadcast root (0)         -I 0|1     also time in place (1)\n"
-         "  --transport T   transport (sets TIDEGATE_TRANSPORT; e.g. tcp)\n"
+         "  --transport T   auto (default: every transport, the measured plan chooses per\n"
+         "                  row) or one transport (tcp, mpi, ucx, nccl; sets TIDEGATE_TRANSPORT)\n"
+         "  --compare-choices 0|1  also time every transport/algorithm forced, same buffers,\n"
+         "                  and print auto's time over the fastest (0)\n"
          "  --algo A        force the algorithm (sets TIDEGATE_ALGO=<collective>=A)\n"
          "  --json FILE     write one JSON object per row to FILE (rank 0)\n"
          "  --baseline mpi  also time the matching MPI collective on the same buffers\n"
@@ -140,9 +143,9 @@ Status parse_number_flag(const std::string& flag, const char* value, BenchOption
     (flag == "-n" ? o->iters : flag == "-w" ? o->warmup : o->root) = static_cast<int>(n);
     return Status::ok();
   }
-  if (flag == "-c" || flag == "-I") {
+  if (flag == "-c" || flag == "-I" || flag == "--compare-choices") {
     TG_RETURN_IF_ERROR(integer_flag(flag, value, 0, 1, &n));
-    (flag == "-c" ? o->check : o->in_place) = n != 0;
+    (flag == "-c" ? o->check : flag == "-I" ? o->in_place : o->compare_choices) = n != 0;
     return Status::ok();
   }
   *known = false;

@@ -26,10 +26,11 @@ struct BenchOptions {
   Collective collective = Collective::kAllreduce;  // -C
   int root = 0;                                    // -r (broadcast)
   bool in_place = true;       // -I 0|1: also time the in-place variant where one exists
-  std::string transport;      // --transport ("" = library default)
+  std::string transport;  // --transport: auto or a transport's name ("": TIDEGATE_TRANSPORT, default auto)
   std::string algo;           // --algo ("" = the library's size rule)
   std::string json_path;      // --json
   bool baseline_mpi = false;  // --baseline mpi
+  bool compare_choices = false;  // --compare-choices 1: also time every forced transport/algorithm
   Bootstrap bootstrap = Bootstrap::kAuto;  // --bootstrap
 };
 

@@ -3,6 +3,7 @@
 //
 //   mpirun -np 4 tidegate-bench -b 1K -e 64M --baseline mpi
 //   tidegate-run -n 4 -- tidegate-bench -b 1K -e 64M -c 1
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
@@ -23,6 +24,7 @@ struct Session {
   bool mpi = false;
   int rank = 0;
   int size = 1;
+  double create_ms = 0;  // wall time of communicator creation (rendezvous, connect, probe)
 };
 
 // Reads the launcher's environment only to decide how to bootstrap (the library reads its own
@@ -48,13 +50,15 @@ Status start_session(const BenchOptions& options, int* argc, char*** argv, Sessi
   if (options.baseline_mpi && !s->mpi) {
     return config_error("--baseline mpi needs MPI: run under mpirun (and a build with MPI)");
   }
+  if (s->mpi) TG_RETURN_IF_ERROR(mpi::init(argc, argv));
+  const auto start = std::chrono::steady_clock::now();
   if (s->mpi) {
-    TG_RETURN_IF_ERROR(mpi::init(argc, argv));
     TG_RETURN_IF_ERROR(mpi::create_comm(&s->comm));
   } else {
     TG_RETURN_IF_ERROR(
         from_tidegate(tidegate_comm_create_from_env(&s->comm), "tidegate_comm_create_from_env"));
   }
+  s->create_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   TG_RETURN_IF_ERROR(from_tidegate(tidegate_comm_rank(s->comm, &s->rank), "tidegate_comm_rank"));
   TG_RETURN_IF_ERROR(from_tidegate(tidegate_comm_size(s->comm, &s->size), "tidegate_comm_size"));
   if (options.root >= s->size)
@@ -99,6 +103,21 @@ Status time_tidegate(const BenchOptions& o, const Session& s, BenchCase& c, bool
   return Status::ok();
 }
 
+Status time_choice(const BenchOptions& o, const Session& s, BenchCase& c, const std::string& choice,
+                   Measurement* m) {
+  TimedLoop loop;
+  loop.barrier = [&] { return from_tidegate(tidegate_barrier(s.comm), "tidegate_barrier"); };
+  loop.operation = [&] { return from_tidegate(run_choice(s.comm, c, choice), choice.c_str()); };
+  std::vector<double> seconds;
+  TG_RETURN_IF_ERROR(run_timed(loop, o.warmup, o.iters, &seconds));
+  double median = 0;
+  TG_RETURN_IF_ERROR(slowest_rank_median(s.comm, seconds, &median));
+  int64_t wrong = -1;
+  if (o.check) TG_RETURN_IF_ERROR(global_wrong(s, c, &wrong));
+  *m = measure(c.bytes(), median, busbw_factor(c.collective(), s.size), wrong);
+  return Status::ok();
+}
+
 Status time_mpi(const BenchOptions& o, const Session& s, BenchCase& c, Measurement* m) {
   TimedLoop loop;
   loop.barrier = [] { return mpi::barrier(); };
@@ -118,6 +137,16 @@ Status bench_one_size(const BenchOptions& o, const Session& s, int64_t bytes, Ro
   row->count = c.count();
   row->algo = planned_algorithm(s.comm, c);
   TG_RETURN_IF_ERROR(time_tidegate(o, s, c, false, &row->out_of_place));
+  // Online re-planning may have moved the choice while timing: show both.
+  const std::string after = planned_algorithm(s.comm, c);
+  if (after != row->algo) row->algo += "->" + after;
+  if (o.compare_choices) {
+    for (const std::string& choice : forced_choices(s.comm, c)) {
+      Measurement m;
+      TG_RETURN_IF_ERROR(time_choice(o, s, c, choice, &m));
+      row->choices.emplace_back(choice, m);
+    }
+  }
   if (o.in_place && traits(o.collective).has_in_place) {
     TG_RETURN_IF_ERROR(time_tidegate(o, s, c, true, &row->in_place));
   }
@@ -143,6 +172,7 @@ Status run_bench(const BenchOptions& o, const Session& s, int64_t* wrong) {
   Reporter reporter(o, s.size, transport_name(s.comm));
   if (s.rank == 0) {
     if (!o.json_path.empty()) TG_RETURN_IF_ERROR(reporter.open_json(o.json_path));
+    std::printf("# communicator created in %.0f ms: %s\n", s.create_ms, creation_summary(s.comm).c_str());
     reporter.print_header();
   }
   for (int64_t bytes : sizes(o)) {

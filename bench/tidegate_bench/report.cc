@@ -1,5 +1,7 @@
 #include "bench/tidegate_bench/report.h"
 
+#include <algorithm>
+
 #include <cerrno>
 #include <cstring>
 
@@ -122,6 +124,18 @@ void Reporter::add_row(const Row& row) {
   }
   line += "  " + row.algo;
   std::printf("%s\n", line.c_str());
+  if (const auto* best = best_choice(row)) {
+    const double ratio = row.out_of_place.time_us / best->second.time_us;
+    worst_auto_vs_best_ = std::max(worst_auto_vs_best_, ratio);
+    std::string choices;
+    for (const auto& [name, m] : row.choices) {
+      char text[96];
+      std::snprintf(text, sizeof text, "%s%s %.1f", choices.empty() ? "" : ", ", name.c_str(), m.time_us);
+      choices += text;
+    }
+    std::printf("#   forced choices (us): %s | best %s, auto/best %.3f\n", choices.c_str(),
+                best->first.c_str(), ratio);
+  }
   std::fflush(stdout);
   if (json_ != nullptr) write_json(row);
 }
@@ -153,8 +167,27 @@ void Reporter::write_json(const Row& row) {
   }
   if (!row.baseline_note.empty())
     std::fprintf(json_, ",\"baseline_note\":%s", json_string(row.baseline_note).c_str());
+  if (const auto* best = best_choice(row)) {
+    std::fprintf(json_, ",\"choices\":{");
+    bool first = true;
+    for (const auto& [name, choice] : row.choices) {
+      std::fprintf(json_, "%s%s:%.3f", first ? "" : ",", json_string(name).c_str(), choice.time_us);
+      first = false;
+    }
+    std::fprintf(json_, "},\"best_choice\":%s,\"auto_vs_best\":%.4f", json_string(best->first).c_str(),
+                 m.time_us / best->second.time_us);
+  }
   std::fprintf(json_, "}\n");
   std::fflush(json_);
+}
+
+const std::pair<std::string, Measurement>* best_choice(const Row& row) {
+  const std::pair<std::string, Measurement>* best = nullptr;
+  for (const auto& choice : row.choices) {
+    if (!choice.second.present || choice.second.time_us <= 0) continue;
+    if (best == nullptr || choice.second.time_us < best->second.time_us) best = &choice;
+  }
+  return best != nullptr && row.out_of_place.present ? best : nullptr;
 }
 
 int64_t Reporter::print_footer() const {
@@ -177,6 +210,9 @@ int64_t Reporter::print_footer() const {
               wrong == 0 ? "OK" : "ERROR");
   std::printf("# Avg bus bandwidth    : %g\n", n ? sum / n : 0.0);
   if (baseline_n) std::printf("# Avg MPI bus bandwidth: %g\n", baseline_sum / baseline_n);
+  if (worst_auto_vs_best_ > 0) {
+    std::printf("# Worst auto/best-forced time ratio over the sizes: %.3f\n", worst_auto_vs_best_);
+  }
   for (const Row& row : rows_) {
     if (!row.baseline_note.empty()) {
       std::printf("# MPI baseline: %s\n", row.baseline_note.c_str());

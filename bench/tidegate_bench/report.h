@@ -29,7 +29,12 @@ struct Row {
   Measurement in_place;
   Measurement baseline;       // the MPI collective
   std::string baseline_note;  // why there is none, or how it was timed
+  // --compare-choices: every forced "transport/algorithm" timed on the same buffers.
+  std::vector<std::pair<std::string, Measurement>> choices;
 };
+
+// The fastest of row.choices (nullptr when there are none).
+const std::pair<std::string, Measurement>* best_choice(const Row& row);
 
 // algbw and busbw from the size and a time (nccl-tests: GB/s with 1 GB = 1e9 bytes).
 Measurement measure(int64_t bytes, double seconds, double busbw_factor, int64_t wrong);
@@ -52,6 +57,7 @@ class Reporter {
   const BenchOptions& options_;
   int world_size_;
   std::string transport_;
+  double worst_auto_vs_best_ = 0;  // largest auto time / best forced time over the rows
   bool show_in_place_;
   FILE* json_ = nullptr;
   std::vector<Row> rows_;

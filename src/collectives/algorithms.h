@@ -23,12 +23,20 @@ Status make_allreduce_recursive_doubling(const TaskContext& context, const Colle
                                          std::unique_ptr<CollectiveTask>* task);
 Status make_allreduce_rabenseifner(const TaskContext& context, const CollectiveArgs& args,
                                    std::unique_ptr<CollectiveTask>* task);
+// The transport's own collective (Transport::post_native); UNSUPPORTED, naming the transport,
+// dtype and op, where the transport does not offer it. Shared task: native_task.h.
+Status make_allreduce_native(const TaskContext& context, const CollectiveArgs& args,
+                             std::unique_ptr<CollectiveTask>* task);
 // reduce_scatter/
 Status make_reduce_scatter_ring(const TaskContext& context, const CollectiveArgs& args,
                                 std::unique_ptr<CollectiveTask>* task);
+Status make_reduce_scatter_native(const TaskContext& context, const CollectiveArgs& args,
+                                  std::unique_ptr<CollectiveTask>* task);
 // allgather/
 Status make_allgather_ring(const TaskContext& context, const CollectiveArgs& args,
                            std::unique_ptr<CollectiveTask>* task);
+Status make_allgather_native(const TaskContext& context, const CollectiveArgs& args,
+                             std::unique_ptr<CollectiveTask>* task);
 Status make_allgatherv_ring(const TaskContext& context, const CollectiveArgs& args,
                             std::unique_ptr<CollectiveTask>* task);
 // broadcast/

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "core/types.h"
@@ -21,6 +22,14 @@ struct CollectiveArgs {
   std::vector<int64_t> send_offsets;
   std::vector<int64_t> recv_counts;
   std::vector<int64_t> recv_offsets;
+
+  // Internal, never set by the C API: a forced (transport, algorithm) for this one op, used by
+  // tidegate-bench to time every choice side by side ("" = the plan decides).
+  std::string force_transport;
+  std::string force_algorithm;
+  // Internal: the engine's own re-planning agreement (an allreduce of the planner's
+  // measured/predicted statistics; the engine supplies the buffers when it starts the op).
+  bool replan_round = false;
 };
 
 }  // namespace tidegate

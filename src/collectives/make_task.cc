@@ -19,9 +19,12 @@ const std::vector<AlgorithmEntry>& algorithm_table(OpKind kind) {
   static const std::vector<AlgorithmEntry> allreduce = {
       {"ring", make_allreduce_ring},
       {"recursive_doubling", make_allreduce_recursive_doubling},
-      {"rabenseifner", make_allreduce_rabenseifner}};
-  static const std::vector<AlgorithmEntry> reduce_scatter = {{"ring", make_reduce_scatter_ring}};
-  static const std::vector<AlgorithmEntry> allgather = {{"ring", make_allgather_ring}};
+      {"rabenseifner", make_allreduce_rabenseifner},
+      {"native", make_allreduce_native}};
+  static const std::vector<AlgorithmEntry> reduce_scatter = {
+      {"ring", make_reduce_scatter_ring}, {"native", make_reduce_scatter_native}};
+  static const std::vector<AlgorithmEntry> allgather = {{"ring", make_allgather_ring},
+                                                        {"native", make_allgather_native}};
   static const std::vector<AlgorithmEntry> allgatherv = {{"ring", make_allgatherv_ring}};
   static const std::vector<AlgorithmEntry> broadcast = {{"binomial", make_broadcast_binomial}};
   static const std::vector<AlgorithmEntry> barrier = {
@@ -85,14 +88,19 @@ std::string planned_algorithm(const TaskContext& context, const CollectiveArgs& 
 
 Status make_collective_task(const TaskContext& context, const CollectiveArgs& args,
                             std::unique_ptr<CollectiveTask>* task) {
+  return make_collective_task_with(context, args, planned_algorithm(context, args), task);
+}
+
+Status make_collective_task_with(const TaskContext& context, const CollectiveArgs& args,
+                                 const std::string& name, std::unique_ptr<CollectiveTask>* task) {
   TG_CHECK_ARG(context.transport != nullptr && context.config != nullptr,
                "collective task needs a transport and a config");
-  if (args.input.memory != TIDEGATE_MEMORY_HOST || args.output.memory != TIDEGATE_MEMORY_HOST) {
-    return unsupported(std::string(op_kind_name(args.kind)) +
-                       ": the dense algorithms run on host memory only in this build; "
-                       "pass host tensors");
+  const bool host = args.input.memory == TIDEGATE_MEMORY_HOST && args.output.memory == TIDEGATE_MEMORY_HOST;
+  if (!host && name != "native") {
+    return unsupported(std::string(op_kind_name(args.kind)) + ": the " + name +
+                       " algorithm runs on host memory only; CUDA tensors need a transport with "
+                       "native collectives (nccl)");
   }
-  const std::string name = planned_algorithm(context, args);
   for (const AlgorithmEntry& entry : algorithm_table(args.kind)) {
     if (name == entry.name) {
       TG_RETURN_IF_ERROR(entry.make(context, args, task));

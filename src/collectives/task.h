@@ -47,6 +47,11 @@ class CollectiveTask {
 Status make_collective_task(const TaskContext& context, const CollectiveArgs& args,
                             std::unique_ptr<CollectiveTask>* task);
 
+// Builds the task of the named algorithm (the planner's choice) for `args` on
+// context.transport. CONFIG error naming the valid algorithms when `name` is not one.
+Status make_collective_task_with(const TaskContext& context, const CollectiveArgs& args,
+                                 const std::string& name, std::unique_ptr<CollectiveTask>* task);
+
 // Name of the algorithm make_collective_task would choose (for benchmarks and logs).
 std::string planned_algorithm(const TaskContext& context, const CollectiveArgs& args);
 

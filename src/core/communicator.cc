@@ -2,30 +2,13 @@
 
 #include <openssl/rand.h>
 
+#include "core/communicator_transports.h"
 #include "core/log.h"
-#include "core/transport_registry.h"
+#include "select/probe.h"
 
 namespace tidegate {
 
 namespace {
-
-Status choose_transport(const Config& config, const TransportEntry** entry) {
-  const std::string& wanted = config.raw("TIDEGATE_TRANSPORT");
-  if (built_transports().empty()) return internal_error("this build has no transport");
-  if (wanted.empty() || wanted == "auto") {
-    // The measured plan (probe issue) replaces this; until then the first built transport.
-    *entry = &built_transports().front();
-    return Status::ok();
-  }
-  *entry = find_transport(wanted);
-  if (*entry == nullptr) {
-    std::string built;
-    for (const TransportEntry& e : built_transports()) built += std::string(built.empty() ? "" : ", ") + e.name;
-    return unsupported("TIDEGATE_TRANSPORT=" + wanted + " is not built into this tidegate; built: " +
-                       built + " (see tidegate-info)");
-  }
-  return Status::ok();
-}
 
 // Rank 0 draws the communicator id (and, when the caller gave no secret, the data-connection
 // secret) and publishes them; every other rank reads them. The store is trusted: it is either
@@ -74,30 +57,31 @@ Status Communicator::create(CommunicatorOptions options, std::unique_ptr<Communi
   Secret secret = std::move(options.secret);
   TG_RETURN_IF_ERROR(agree_on_identity(comm->rank_, store.get(), deadline, &comm->comm_id_, &secret));
 
-  const TransportEntry* entry = nullptr;
-  TG_RETURN_IF_ERROR(choose_transport(comm->config_, &entry));
-  std::unique_ptr<Store> transport_store = make_prefix_store(store.get(), std::string(entry->name) + "/");
   TransportContext context;
   context.rank = comm->rank_;
   context.size = comm->size_;
   context.comm_id = comm->comm_id_;
   context.config = &comm->config_;
-  context.store = transport_store.get();
+  context.store = store.get();
   context.secret = &secret;
   context.deadline = deadline;
   context.advertise_host = options.advertise_host;
   context.mpi_comm = options.mpi_comm;
-  TG_RETURN_IF_ERROR(entry->create(context, &comm->transport_));
+  TG_RETURN_IF_ERROR(connect_transports(context, &comm->transports_));
+  std::vector<Transport*> transports;
+  for (const auto& t : comm->transports_) transports.push_back(t.get());
+  TG_RETURN_IF_ERROR(comm->make_planner(store.get(), transports, deadline));
 
   TaskContext task_context;
-  task_context.transport = comm->transport_.get();
+  task_context.transport = transports.front();
   task_context.rank = comm->rank_;
   task_context.size = comm->size_;
   task_context.comm_id = comm->comm_id_;
   task_context.config = &comm->config_;
-  comm->engine_ = std::make_unique<ProgressEngine>(task_context);
+  comm->engine_ = std::make_unique<ProgressEngine>(task_context, transports, comm->planner_.get());
   TG_LOG(kInfo, "rank " + std::to_string(comm->rank_),
-         "communicator of " + std::to_string(comm->size_) + " ranks ready on " + entry->name);
+         "communicator of " + std::to_string(comm->size_) + " ranks ready on " +
+             comm->transport_names() + "; plan:\n" + comm->planner_->plan_table());
   *out = std::move(comm);
   return Status::ok();
 }
@@ -118,6 +102,22 @@ Status Communicator::post(CollectiveArgs args, std::shared_ptr<Request>* request
   TG_RETURN_IF_ERROR(engine_->post(posted));
   ++next_op_seq_;
   *request = std::move(posted);
+  ++posted_user_ops_;
+  const int64_t interval = config_.replan_interval();
+  if (interval > 0 && posted_user_ops_ % static_cast<uint64_t>(interval) == 0) {
+    // Every rank posts the same ops in the same order, so every rank inserts this round at the
+    // same place: an allreduce of the planner's statistics (buffers supplied by the engine).
+    CollectiveArgs round;
+    round.kind = OpKind::kAllreduce;
+    round.op_seq = next_op_seq_;
+    round.replan_round = true;
+    round.input.dtype = round.output.dtype = TIDEGATE_FLOAT64;
+    round.input.count = round.output.count = planner_->replan_statistics_count();
+    round.reduce_op = TIDEGATE_SUM;
+    // A refusal means the communicator already failed; the caller's request reports that.
+    Status st = engine_->post(std::make_shared<Request>(std::move(round)));
+    if (st.is_ok()) ++next_op_seq_;
+  }
   return Status::ok();
 }
 
@@ -134,21 +134,50 @@ Status Communicator::shutdown() {
   }
   Status drained = engine_->drain();
   engine_.reset();
-  Status closed = drained.is_ok() ? transport_->close(Deadline::after_ms(config_.timeout_ms()))
-                                  : Status::ok();
-  transport_.reset();
+  Status closed = Status::ok();
+  if (drained.is_ok()) {
+    const Deadline deadline = Deadline::after_ms(config_.timeout_ms());
+    for (auto& transport : transports_) {
+      Status st = transport->close(deadline);
+      if (closed.is_ok()) closed = st;
+    }
+  }
+  transports_.clear();
   keep_alive_.reset();
   return drained.is_ok() ? closed : drained;
 }
 
-std::string Communicator::planned_algorithm_for(const CollectiveArgs& args) const {
-  TaskContext context;
-  context.transport = transport_.get();
-  context.rank = rank_;
-  context.size = size_;
-  context.comm_id = comm_id_;
-  context.config = &config_;
-  return planned_algorithm(context, args);
+std::string Communicator::transport_names() const {
+  std::string names;
+  for (const auto& t : transports_) names += std::string(names.empty() ? "" : ",") + t->name();
+  return names;
+}
+
+std::string Communicator::planned_choice_for(const CollectiveArgs& args) const {
+  PlanDecision decision;
+  Status st = planner_->choose(args, &decision);
+  if (!st.is_ok()) return "(" + st.message() + ")";
+  return decision.transport + "/" + decision.algorithm;
+}
+
+Status Communicator::make_planner(Store* store, const std::vector<Transport*>& transports,
+                                  Deadline deadline) {
+  ProbeInputs probe;
+  probe.rank = rank_;
+  probe.size = size_;
+  probe.comm_id = comm_id_;
+  probe.config = &config_;
+  probe.store = store;
+  probe.transports = transports;
+  probe.deadline = deadline;
+  PlanInputs plan;
+  plan.size = size_;
+  TG_RETURN_IF_ERROR(run_probe(probe, &plan.profile));
+  for (Transport* t : transports) plan.transports.push_back({t->name(), t->capabilities()});
+  TG_RETURN_IF_ERROR(parse_tune(config_.raw("TIDEGATE_TUNE"), &plan.tune));
+  plan.config = &config_;
+  plan.use_size_rule = !config_.probe_enabled();
+  return Planner::create(std::move(plan), transports, &planner_);
 }
 
 }  // namespace tidegate

@@ -15,6 +15,7 @@
 #include "core/transport.h"
 #include "engine/progress_engine.h"
 #include "engine/request.h"
+#include "select/planner.h"
 
 namespace tidegate {
 
@@ -42,7 +43,11 @@ class Communicator {
   int rank() const { return rank_; }
   int size() const { return size_; }
   const Config& config() const { return config_; }
-  const char* transport_name() const { return transport_->name(); }
+  // The transports this communicator connected, comma-separated ("tcp,ucx").
+  std::string transport_names() const;
+  // The agreed probe figures and the plan built from them.
+  const ProbeProfile& probe_profile() const { return planner_->profile(); }
+  const Planner& planner() const { return *planner_; }
 
   // Assigns the next op sequence number and queues the collective. Thread-safe; the posting
   // order across threads is the order they take the lock.
@@ -54,21 +59,27 @@ class Communicator {
   // Finishes the posted ops and closes connections; bounded by the configured timeout.
   Status shutdown();
 
-  // The algorithm the plan would run for these arguments (benchmarks print it).
-  std::string planned_algorithm_for(const CollectiveArgs& args) const;
+  // "transport/algorithm" the plan would run for these arguments (benchmarks print it).
+  std::string planned_choice_for(const CollectiveArgs& args) const;
+  // Milliseconds the probe took at creation (0 when loaded from a cache or off).
+  double creation_probe_ms() const { return planner_->profile().probe_ms; }
 
  private:
   Communicator() = default;
+  // Probes the transports (or loads the cached profile) and builds the plan.
+  Status make_planner(Store* store, const std::vector<Transport*>& transports, Deadline deadline);
 
   int rank_ = 0;
   int size_ = 1;
   uint64_t comm_id_ = 0;
   Config config_;
   std::shared_ptr<void> keep_alive_;
-  std::unique_ptr<Transport> transport_;
+  std::vector<std::unique_ptr<Transport>> transports_;
+  std::unique_ptr<Planner> planner_;
   std::unique_ptr<ProgressEngine> engine_;
   std::mutex post_mutex_;
-  uint64_t next_op_seq_ = 0;  // guarded by post_mutex_
+  uint64_t next_op_seq_ = 0;     // guarded by post_mutex_
+  uint64_t posted_user_ops_ = 0;  // guarded by post_mutex_
   bool shut_down_ = false;
 };
 

@@ -1,5 +1,7 @@
 #include "engine/progress_engine.h"
 
+#include <algorithm>
+#include <chrono>
 #include <utility>
 
 #include "core/log.h"
@@ -16,7 +18,13 @@ std::string op_label(const CollectiveArgs& args) {
 }
 }  // namespace
 
-ProgressEngine::ProgressEngine(TaskContext context) : context_(context) {
+ProgressEngine::ProgressEngine(TaskContext context)
+    : ProgressEngine(context, {context.transport}, nullptr) {}
+
+ProgressEngine::ProgressEngine(TaskContext context, std::vector<Transport*> transports,
+                               Planner* planner)
+    : context_(context), transports_(std::move(transports)), planner_(planner) {
+  context_.transport = transports_.front();
   thread_running_ = true;
   thread_ = std::thread([this] { run(); });
 }
@@ -26,7 +34,7 @@ ProgressEngine::~ProgressEngine() {
     std::lock_guard<std::mutex> lock(mutex_);
     stopping_ = true;
   }
-  context_.transport->wake();
+  wake_all();
   if (thread_.joinable()) thread_.join();
   // Anything still queued never ran: its buffers are about to be released by the caller.
   fail(aborted_error("communicator destroyed before the op ran"));
@@ -41,7 +49,7 @@ Status ProgressEngine::post(std::shared_ptr<Request> request) {
     if (stopping_ || draining_) return aborted_error("communicator is being destroyed");
     queue_.push_back(std::move(request));
   }
-  context_.transport->wake();
+  wake_all();
   return Status::ok();
 }
 
@@ -50,13 +58,18 @@ Status ProgressEngine::drain() {
     std::lock_guard<std::mutex> lock(mutex_);
     draining_ = true;
   }
-  context_.transport->wake();
+  wake_all();
   if (thread_.joinable()) thread_.join();
   return failure();
 }
 
+void ProgressEngine::wake_all() {
+  for (Transport* transport : transports_) transport->wake();
+}
+
 void ProgressEngine::abort(const Status& reason) {
-  context_.transport->abort(reason);  // thread-safe: fails every transfer, tells the peers
+  // Thread-safe: fails every transfer, tells the peers.
+  for (Transport* transport : transports_) transport->abort(reason);
   bool thread_gone = false;
   {
     std::lock_guard<std::mutex> lock(mutex_);
@@ -66,7 +79,7 @@ void ProgressEngine::abort(const Status& reason) {
     thread_gone = !thread_running_;
   }
   if (thread_gone) fail(reason);
-  context_.transport->wake();
+  wake_all();
 }
 
 Status ProgressEngine::failure() const {
@@ -78,7 +91,7 @@ void ProgressEngine::fail_and_tell_peers(const Status& reason) {
   // Relayed even when the failure came from a peer (its abort, or a lost connection): a rank
   // that leaves without passing the root cause on would make the others see only "connection
   // lost" instead of the error that started it. The transport sends it at most once.
-  context_.transport->abort(reason);
+  for (Transport* transport : transports_) transport->abort(reason);
   fail(reason);
 }
 
@@ -111,9 +124,10 @@ bool ProgressEngine::start_next_op() {
     active_ = std::move(queue_.front());
     queue_.pop_front();
   }
-  Status status = make_collective_task(context_, active_->args(), &task_);
+  Status status = make_active_task();
   if (status.is_ok()) status = task_->start();
   last_progress_ = Clock::now();
+  started_ = last_progress_;
   if (!status.is_ok()) fail_and_tell_peers(status);
   return true;
 }
@@ -122,6 +136,17 @@ void ProgressEngine::advance_active_op(bool transport_activity) {
   bool done = false;
   Status status = task_->advance(&done);
   if (status.is_ok() && done) {
+    if (planner_ != nullptr) {
+      if (active_args_.replan_round) {
+        // Every rank now holds the same sums: every rank re-plans (or not) identically.
+        if (planner_->apply_replan_statistics(replan_buffer_.data())) {
+          TG_LOG(kInfo, "rank " + std::to_string(context_.rank), "re-planned:\n" + planner_->plan_table());
+        }
+      } else {
+        const double us = std::chrono::duration<double, std::micro>(Clock::now() - started_).count();
+        planner_->record(active_args_, decision_, us);
+      }
+    }
     active_->complete(Status::ok());
     active_.reset();
     task_.reset();
@@ -139,6 +164,34 @@ void ProgressEngine::advance_active_op(bool transport_activity) {
     TG_LOG(kError, "rank " + std::to_string(context_.rank), status.to_string());
     fail_and_tell_peers(status);
   }
+}
+
+Status ProgressEngine::make_active_task() {
+  active_args_ = active_->args();
+  if (planner_ == nullptr) {
+    context_.transport = transports_.front();
+    return make_collective_task(context_, active_args_, &task_);
+  }
+  if (active_args_.replan_round) {
+    replan_buffer_.assign(static_cast<size_t>(planner_->replan_statistics_count()), 0.0);
+    planner_->fill_replan_statistics(replan_buffer_.data());
+    active_args_.input.data = replan_buffer_.data();
+    active_args_.output.data = replan_buffer_.data();
+    active_args_.input.count = active_args_.output.count = planner_->replan_statistics_count();
+  }
+  TG_RETURN_IF_ERROR(planner_->choose(active_args_, &decision_));
+  context_.transport = transports_[static_cast<size_t>(decision_.transport_index)];
+  return make_collective_task_with(context_, active_args_, decision_.algorithm, &task_);
+}
+
+Status ProgressEngine::progress_idle() {
+  // One transport blocks as before; several share the wait so each is looked at promptly.
+  const Milliseconds share(std::max<int64_t>(1, kMaxBlock.count() / static_cast<int64_t>(transports_.size())));
+  for (Transport* transport : transports_) {
+    bool activity = false;
+    TG_RETURN_IF_ERROR(transport->progress(transports_.size() == 1 ? kMaxBlock : share, &activity));
+  }
+  return Status::ok();
 }
 
 void ProgressEngine::run() {
@@ -160,9 +213,7 @@ void ProgressEngine::run() {
     }
     if (!active_) {
       if (!start_next_op()) {
-        // Idle: still drive the transport so that a peer's abort or death is noticed.
-        bool activity = false;
-        Status st = context_.transport->progress(kMaxBlock, &activity);
+        Status st = progress_idle();
         if (!st.is_ok()) fail_and_tell_peers(st);
         continue;
       }

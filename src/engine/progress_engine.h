@@ -9,17 +9,22 @@
 #include <memory>
 #include <mutex>
 #include <thread>
+#include <vector>
 
 #include "collectives/task.h"
 #include "core/transport.h"
 #include "engine/request.h"
+#include "select/planner.h"
 
 namespace tidegate {
 
 class ProgressEngine {
  public:
-  // `context.transport` must outlive the engine.
+  // Runs every op on `context.transport` with the fixed algorithm rule (tests, one transport).
   explicit ProgressEngine(TaskContext context);
+  // Runs each op on the transport and algorithm `planner` chooses among `transports`, records
+  // its duration for the planner and runs the re-planning rounds. Both must outlive the engine.
+  ProgressEngine(TaskContext context, std::vector<Transport*> transports, Planner* planner);
   ~ProgressEngine();  // stops the thread (call drain() first for a graceful end)
 
   ProgressEngine(const ProgressEngine&) = delete;
@@ -49,8 +54,15 @@ class ProgressEngine {
   void fail(const Status& reason);
   // fail() after telling every peer (the transport's abort frames).
   void fail_and_tell_peers(const Status& reason);
+  // Builds the active op's task on the transport and algorithm the planner chooses.
+  Status make_active_task();
+  void wake_all();
+  // Drives the transports while no op is active, so that a peer's abort or death is noticed.
+  Status progress_idle();
 
   TaskContext context_;
+  std::vector<Transport*> transports_;  // context_.transport is the active op's
+  Planner* planner_ = nullptr;          // nullptr: fixed rule on transports_[0]
   mutable std::mutex mutex_;
   std::deque<std::shared_ptr<Request>> queue_;  // guarded by mutex_
   Status failure_;                               // guarded by mutex_
@@ -62,6 +74,10 @@ class ProgressEngine {
   // Owned by the progress thread.
   std::shared_ptr<Request> active_;
   std::unique_ptr<CollectiveTask> task_;
+  CollectiveArgs active_args_;     // the active op's arguments as its task sees them
+  PlanDecision decision_;
+  Clock::time_point started_;
+  std::vector<double> replan_buffer_;  // the re-planning round's statistics, in place
   Clock::time_point last_progress_;
   bool last_activity_ = false;
 

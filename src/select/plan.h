@@ -20,7 +20,9 @@ namespace tidegate {
 struct PlanChoice {
   std::string transport;
   std::string algorithm;
-  double predicted_us = 0;  // at the entry's representative size
+  // At the entry's representative size: its geometric middle, with an open-ended last range
+  // taken as [min_bytes, 2 * min_bytes]. 0 when the model has no figures for the choice.
+  double predicted_us = 0;
 };
 
 struct PlanEntry {
@@ -43,14 +45,33 @@ struct PlanInputs {
   ProbeProfile profile;
   std::vector<TransportOffer> transports;  // in communicator order
   std::vector<TuneRule> tune;
-  const Config* config = nullptr;          // TIDEGATE_ALGO forced algorithms
+  const Config* config = nullptr;          // TIDEGATE_ALGO forced algorithms, size-rule
+                                           // thresholds (nullptr = the table's defaults)
   Corrections corrections;
+  // When true (the probe is off), the top choice follows the fixed size rule
+  // (select/size_rule.h) on the first transport that takes the memory kind, exactly at the
+  // configured thresholds, instead of the cost model; the model (when its figures are valid)
+  // still orders the fallbacks and fills predicted_us. TUNE and TIDEGATE_ALGO still apply.
+  // A (collective, memory kind) whose transports the profile has no figures for is planned
+  // this way too, whatever this flag says.
+  bool use_size_rule = false;
 };
 
+// Candidates for (collective, memory): every transport taking that memory kind x every
+// algorithm of the collective, plus "native" where the transport's capabilities offer it; the
+// model ranks them (ties: transport order, then algorithm order) and each entry keeps the best
+// few. Restrictions, per size:
+//   - TIDEGATE_ALGO (collective=algorithm) keeps that algorithm for every size;
+//   - the last TUNE rule covering the size wins over earlier ones; its @algorithm replaces
+//     TIDEGATE_ALGO's, its transport narrows the transports.
+// A rule that targets 'all' or leaves the memory kind open is skipped for the collectives and
+// memory kinds where it matches no candidate (all:@ring does not break broadcast); it is an
+// error only where it names both, or when it matches nowhere.
 class Plan {
  public:
-  // CONFIG error when a TUNE rule or TIDEGATE_ALGO leaves some entry with no valid choice
-  // (naming the rule and the valid names).
+  // CONFIG error when a TUNE rule names a transport that is not available, or when a TUNE rule
+  // or TIDEGATE_ALGO leaves some entry with no valid choice (naming the rule and the valid
+  // names); INVALID_ARGUMENT for a size below 1 or no transports. *plan is untouched on error.
   static Status build(const PlanInputs& inputs, Plan* plan);
 
   // The entry covering (kind, memory, bytes); nullptr when the plan has none (e.g. cuda memory
@@ -61,7 +82,9 @@ class Plan {
 
   // Human table: collective, memory, size range, transport/algorithm, predicted time, runner-up.
   std::string to_table() const;
-  // JSON array of entries.
+  // JSON array of entries: {"collective","memory":"host"|"cuda","min_bytes","max_bytes"
+  // (inclusive; null = no upper bound),"transport","algorithm","predicted_us","tuned",
+  // "ranked":[{"transport","algorithm","predicted_us"},...]}.
   std::string to_json() const;
 
  private:

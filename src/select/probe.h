@@ -15,6 +15,10 @@
 // and publishes the result; every rank parses the same text.
 // Cache: with TIDEGATE_PROBE_CACHE=<file>, rank 0 loads the file when it holds a profile for
 // the same size and transports (then nobody measures) and writes it after measuring.
+// Store keys: probe/mode, probe/figures/<rank>, probe/agreed; they are written once, so a
+// store (scope) serves one probe. A single rank uses neither wire nor store: its links are
+// alpha 0 and kSelfBandwidthGBps (select/probe_measure.h); only the reduction is measured.
+// Messages use channel kProbeChannel (select/probe_exchange.h) with OpKind::kInternal headers.
 #pragma once
 
 #include <vector>

@@ -57,9 +57,12 @@ TEST(SizeRule, AllreduceThresholdsFollowTheConfig) {
   EXPECT_EQ(planned_algorithm(f.context(), f.allreduce(1)), "ring");
 }
 
-TEST(SizeRule, OtherCollectivesHaveOneAlgorithmEach) {
+TEST(SizeRule, OtherCollectivesUseTheirOwnAlgorithmFirst) {
   Fixture f;
   CollectiveArgs args;
+  // The rule's choice is tidegate's own algorithm, listed first; allreduce, allgather and
+  // reduce_scatter also list "native" (a transport's MPI/NCCL collective), which only the plan
+  // offers where a transport has it.
   const std::pair<OpKind, const char*> expected[] = {
       {OpKind::kReduceScatter, "ring"},    {OpKind::kAllgather, "ring"},
       {OpKind::kAllgatherv, "ring"},       {OpKind::kBroadcast, "binomial"},
@@ -67,10 +70,14 @@ TEST(SizeRule, OtherCollectivesHaveOneAlgorithmEach) {
   for (const auto& [kind, name] : expected) {
     args.kind = kind;
     EXPECT_STREQ(size_rule_algorithm(f.config, args), name) << op_kind_name(kind);
-    ASSERT_EQ(algorithm_names(kind).size(), 1u);
+    const bool has_native = kind == OpKind::kReduceScatter || kind == OpKind::kAllgather;
+    ASSERT_EQ(algorithm_names(kind).size(), has_native ? 2u : 1u) << op_kind_name(kind);
     EXPECT_STREQ(algorithm_names(kind)[0], name);
+    if (has_native) {
+      EXPECT_STREQ(algorithm_names(kind)[1], "native");
+    }
   }
-  EXPECT_EQ(algorithm_names(OpKind::kAllreduce).size(), 3u);
+  EXPECT_EQ(algorithm_names(OpKind::kAllreduce).size(), 4u);
 }
 
 TEST(ForcedAlgorithm, OverridesTheRule) {

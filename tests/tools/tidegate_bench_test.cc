@@ -140,6 +140,47 @@ TEST(BenchUnderTidegateRun, RefusesTheMpiBaselineWithoutMpirun) {
   EXPECT_NE(r.err.find("--baseline mpi needs MPI"), std::string::npos) << r.err;
 }
 
+// --compare-choices: every row also times each forced transport/algorithm; auto names what it
+// ran and its ratio to the fastest forced choice is reported, every result checked.
+TEST(BenchUnderTidegateRun, CompareChoicesTimesEveryForcedChoice) {
+  TempPath json;
+  ProcessResult r = run_process({TIDEGATE_RUN_PATH, "-n", "3", "--", TIDEGATE_BENCH_PATH, "-b", "4K",
+                                 "-e", "256K", "-f", "8", "-n", "2", "-w", "1", "-I", "0",
+                                 "--compare-choices", "1", "--json", json.path()},
+                                seconds(240), {"TIDEGATE_PROBE_BUDGET_MS=200"});
+  ASSERT_FALSE(r.timed_out) << r.out << r.err;
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("# communicator created in"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("Worst auto/best-forced time ratio"), std::string::npos) << r.out;
+  std::vector<std::string> rows = read_lines(json.path());
+  ASSERT_EQ(rows.size(), 3u);
+  for (const std::string& row : rows) {
+    SCOPED_TRACE(row);
+    EXPECT_EQ(json_field(row, "wrong"), "0");
+    const std::string algo = json_field(row, "algo");
+    EXPECT_NE(algo.find('/'), std::string::npos) << "transport/algorithm";
+    // tcp is always there, with its three allreduce algorithms.
+    for (const char* choice : {"tcp/ring", "tcp/recursive_doubling", "tcp/rabenseifner"}) {
+      EXPECT_NE(row.find(std::string("\"") + choice + "\":"), std::string::npos) << choice;
+    }
+    EXPECT_FALSE(json_field(row, "best_choice").empty());
+    EXPECT_GT(std::stod(json_field(row, "auto_vs_best")), 0.0);
+  }
+}
+
+// TIDEGATE_TRANSPORT in the environment is kept when --transport is not given.
+TEST(BenchUnderTidegateRun, TransportFromTheEnvironmentIsHonoured) {
+  TempPath json;
+  ProcessResult r = run_process({TIDEGATE_RUN_PATH, "-n", "2", "--", TIDEGATE_BENCH_PATH, "-b", "1K",
+                                 "-e", "1K", "-n", "1", "-w", "0", "--json", json.path()},
+                                seconds(120), {"TIDEGATE_TRANSPORT=tcp", "TIDEGATE_PROBE=off"});
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  std::vector<std::string> rows = read_lines(json.path());
+  ASSERT_EQ(rows.size(), 1u);
+  EXPECT_EQ(json_field(rows[0], "transport"), "tcp");
+  EXPECT_EQ(json_field(rows[0], "algo").substr(0, 4), "tcp/");
+}
+
 TEST(BenchOptions, BadFlagIsExit2WithUsage) {
   ProcessResult r = run_process({TIDEGATE_BENCH_PATH, "-d", "complex"});
   EXPECT_EQ(r.exit_code, 2);

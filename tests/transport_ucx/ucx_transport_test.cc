@@ -2,6 +2,7 @@
 // own ucp context and worker), meeting through one in-memory store. When UCX cannot create a
 // context, worker or endpoints here, the tests skip with UCX's reason, never pass.
 #include <gtest/gtest.h>
+#include <time.h>
 
 #include <atomic>
 #include <chrono>
@@ -286,6 +287,62 @@ TEST(UcxTransport, VanishedPeerFailsPendingReceiveWithPeerFailed) {
   const Status st = wait_all(world.at(0), {h})[0];
   EXPECT_EQ(st.code(), TIDEGATE_ERR_PEER_FAILED) << st.to_string();
   EXPECT_NE(st.message().find("rank 1"), std::string::npos) << st.message();
+}
+
+// progress(max_wait) with nothing to do sleeps on the event fd for its whole max_wait instead
+// of spinning: with a 1 ms wait (what the bandwidth probe uses) the remainder after the first
+// poll is under a millisecond, which a whole-millisecond poll() timeout rounded to 0 and so
+// turned into a busy loop that, on a shared CPU, kept the peer off it until the next tick.
+// Both ranks wait at once after one exchange (connections up), as idle ranks of a job do.
+TEST(UcxTransport, ShortProgressWaitsSleepInsteadOfSpinning) {
+  UCX_WORLD(world, 2);
+  exchange(world, 2, 1, [](int, int, int) { return size_t{64}; }, [](int) { return 0u; }, in_order);
+  run_ranks(2, [&](int rank) {
+    auto thread_cpu_ms = [] {
+      timespec ts{};
+      clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+      return static_cast<double>(ts.tv_sec) * 1e3 + static_cast<double>(ts.tv_nsec) / 1e6;
+    };
+    constexpr int kCalls = 100;
+    int idle_calls = 0;
+    const double cpu_start = thread_cpu_ms();
+    const auto wall_start = std::chrono::steady_clock::now();
+    for (int i = 0; i < kCalls; ++i) {
+      bool activity = false;
+      ASSERT_TRUE(world.at(rank).progress(Milliseconds(1), &activity).is_ok());
+      if (!activity) ++idle_calls;
+    }
+    const double wall_ms =
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - wall_start).count();
+    const double cpu_ms = thread_cpu_ms() - cpu_start;
+    // Every idle call waited out its millisecond ...
+    EXPECT_GE(wall_ms, 0.95 * idle_calls) << "rank " << rank << ": " << idle_calls << " idle calls";
+    // ... asleep: a spinning wait costs about as much CPU as wall time.
+    EXPECT_LT(cpu_ms, 0.25 * wall_ms) << "rank " << rank << ": cpu " << cpu_ms << " ms over " << wall_ms << " ms";
+  });
+  world.close_all();
+}
+
+// The capability tells the truth: CUDA memory exactly when a UCX context of this build reports
+// UCS_MEMORY_TYPE_CUDA among its memory types (Debian's UCX has no CUDA support: false there).
+TEST(UcxTransport, CudaCapabilityMatchesWhatUcxReports) {
+  UCX_WORLD(world, 1);
+  ucp_config_t* config = nullptr;
+  ASSERT_EQ(ucp_config_read(nullptr, nullptr, &config), UCS_OK);
+  ucp_params_t params{};
+  params.field_mask = UCP_PARAM_FIELD_FEATURES;
+  params.features = UCP_FEATURE_TAG;
+  ucp_context_h context = nullptr;
+  const ucs_status_t s = ucp_init(&params, config, &context);
+  ucp_config_release(config);
+  ASSERT_EQ(s, UCS_OK) << ucs_status_string(s);
+  bool reported = false;
+  const Status st = ucx::context_supports_cuda(context, &reported);
+  ucp_cleanup(context);
+  ASSERT_TRUE(st.is_ok()) << st.to_string();
+  EXPECT_EQ(world.at(0).capabilities().cuda_memory, reported);
+  EXPECT_TRUE(world.at(0).capabilities().host_memory);
+  world.close_all();
 }
 
 }  // namespace

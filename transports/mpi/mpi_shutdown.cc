@@ -68,7 +68,8 @@ void MpiTransport::fail(const Status& status, bool tell_peers) {
     entry.second.status = status;
   }
   // The data requests now belong to no transfer; receives are cancelled so MPI stops writing
-  // into the user's buffers (sends cannot be cancelled reliably, they are left to finish).
+  // into the user's buffers (sends cannot be cancelled reliably, they are left to finish;
+  // native collectives cannot be cancelled at all and are marked is_recv = false).
   for (size_t i = 0; i < requests_.size(); ++i) {
     slots_[i].handle = 0;
     if (slots_[i].is_recv && requests_[i] != MPI_REQUEST_NULL) MPI_Cancel(&requests_[i]);
@@ -120,12 +121,20 @@ void MpiTransport::release(Deadline deadline) {
       }
       requests.clear();
     };
-    free_all(requests_);
+    // A native collective's request may be neither freed nor cancelled (MPI forbids both for
+    // nonblocking collectives): it is left to MPI, which completes it if every rank posted it
+    // (see mpi_native.cc); only the point-to-point requests are freed.
+    for (size_t i = 0; i < requests_.size(); ++i) {
+      const bool native = slots_[i].part == Part::kNativeHeaders || slots_[i].part == Part::kNativeData;
+      if (!native && requests_[i] != MPI_REQUEST_NULL) MPI_Request_free(&requests_[i]);
+    }
+    requests_.clear();
     free_all(abort_sends_);
     slots_.clear();
     if (abort_recv_ != MPI_REQUEST_NULL) MPI_Request_free(&abort_recv_);
   }
   MPI_Comm_free(&comm_);
+  MPI_Comm_free(&coll_comm_);  // deferred by MPI while a collective on it is still pending
 }
 
 void MpiTransport::abort(const Status& reason) {

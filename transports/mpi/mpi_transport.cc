@@ -72,6 +72,8 @@ Status MpiTransport::create(const TransportContext& context, const MpiTransportO
                             std::unique_ptr<Transport>* out) {
   TG_CHECK_ARG(options.chunk_bytes >= 1 && options.chunk_bytes <= kDefaultChunkBytes,
                "chunk_bytes must be in [1, 2^30]");
+  TG_CHECK_ARG(options.native_max_elements >= 1 && options.native_max_elements <= kMaxNativeElements,
+               "native_max_elements must be in [1, INT_MAX]");
   TG_CHECK_ARG(context.store != nullptr, "the mpi transport needs the bootstrap store");
   MPI_Comm base = MPI_COMM_NULL;
   TG_RETURN_IF_ERROR(agree_on_usability(context, local_obstacle(context, &base)));
@@ -82,7 +84,20 @@ Status MpiTransport::create(const TransportContext& context, const MpiTransportO
   // Errors come back as codes (turned into Status) instead of aborting the job.
   TG_RETURN_IF_ERROR(check_mpi(MPI_Comm_set_errhandler(comm, MPI_ERRORS_RETURN),
                                "MPI_Comm_set_errhandler"));
-  std::unique_ptr<MpiTransport> transport(new MpiTransport(context, options, comm));
+  // A second duplicate for native collectives: collectives and point-to-point messages must
+  // never share a matching context, and the header exchange of a native op must not be
+  // confused with anything the point-to-point side sends.
+  MPI_Comm coll_comm = MPI_COMM_NULL;
+  Status st = check_mpi(MPI_Comm_dup(base, &coll_comm), "MPI_Comm_dup (collectives)");
+  if (st.is_ok()) {
+    st = check_mpi(MPI_Comm_set_errhandler(coll_comm, MPI_ERRORS_RETURN), "MPI_Comm_set_errhandler");
+  }
+  if (!st.is_ok()) {
+    MPI_Comm_free(&comm);
+    if (coll_comm != MPI_COMM_NULL) MPI_Comm_free(&coll_comm);
+    return st;
+  }
+  std::unique_ptr<MpiTransport> transport(new MpiTransport(context, options, comm, coll_comm));
   {
     std::lock_guard<std::mutex> lock(transport->mutex_);
     TG_RETURN_IF_ERROR(transport->post_abort_receive());
@@ -92,17 +107,23 @@ Status MpiTransport::create(const TransportContext& context, const MpiTransportO
 }
 
 MpiTransport::MpiTransport(const TransportContext& context, const MpiTransportOptions& options,
-                           MPI_Comm comm)
+                           MPI_Comm comm, MPI_Comm coll_comm)
     : rank_(context.rank),
       size_(context.size),
       chunk_bytes_(options.chunk_bytes),
+      native_max_elements_(options.native_max_elements),
       max_channel_((tag_upper_bound(comm) - 2) / 2),
       who_("rank " + std::to_string(context.rank)),
-      comm_(comm) {}
+      comm_(comm),
+      coll_comm_(coll_comm) {}
 
 TransportCapabilities MpiTransport::capabilities() const {
   TransportCapabilities caps;
   caps.host_memory = true;  // CUDA-aware MPI is not assumed: device buffers go elsewhere
+  // Host memory only, and not for every dtype (no float16/bfloat16): supports_native().
+  caps.native_allreduce = true;
+  caps.native_allgather = true;
+  caps.native_reduce_scatter = true;
   return caps;
 }
 
@@ -255,6 +276,10 @@ void MpiTransport::on_complete(const Slot& slot, const MPI_Status& status, bool 
   if (it == ops_.end()) return;
   Op& op = it->second;
   if (op.done) return;
+  if (op.native) {
+    on_native_complete(slot, op, status_has_error ? status.MPI_ERROR : MPI_SUCCESS);
+    return;
+  }
   Status st;
   if (status_has_error && status.MPI_ERROR != MPI_SUCCESS) {
     st = check_mpi(status.MPI_ERROR, slot.is_recv ? "receive from rank " + std::to_string(op.peer)
@@ -306,6 +331,7 @@ Status MpiTransport::poll_once(bool* moved) {
       for (int i = 0; i < outcount; ++i) finished.push_back(slots_[static_cast<size_t>(indices[i])]);
       for (int i = 0; i < outcount; ++i) on_complete(finished[static_cast<size_t>(i)], statuses[i], rc == MPI_ERR_IN_STATUS);
       compact_requests();
+      advance_natives();  // a finished header exchange lets its collective be posted
     }
   }
   return failed_;

@@ -31,6 +31,12 @@
 // the CPU between polls for the first ~50 us (low latency for pipelined steps) and then
 // sleeping in short naps (kMaxNapUs) until max_wait, wake() or a completion. The naps stay
 // short because with the TCP BTL bytes move only while some thread calls into MPI.
+//
+// Native collectives (mpi_native.cc): MPI_Iallreduce / MPI_Iallgather /
+// MPI_Ireduce_scatter_block on a second private duplicate, so that they can never match
+// the point-to-point traffic. Each op first allgathers every rank's 64-byte WireHeader and
+// checks them; only then is the real collective posted. See mpi_native.cc for the ordering
+// rule, large counts and what an abort does to a collective in flight.
 #pragma once
 
 #include <mpi.h>
@@ -59,10 +65,15 @@ namespace mpi {
 inline constexpr size_t kDefaultChunkBytes = size_t{1} << 30;
 inline constexpr int kAbortTag = 0;
 inline constexpr int kMaxNapUs = 200;
+// Most elements one MPI collective call takes: MPI-3 counts are `int`.
+inline constexpr int64_t kMaxNativeElements = 2147483647;
 
 struct MpiTransportOptions {
   // Largest MPI message a payload is split into; tests shrink it to exercise chunking.
   size_t chunk_bytes = kDefaultChunkBytes;
+  // Largest element count of one native MPI call (allreduce chunks, allgather block types);
+  // tests shrink it to exercise the large-count paths.
+  int64_t native_max_elements = kMaxNativeElements;
 };
 
 class MpiTransport final : public Transport {
@@ -85,12 +96,23 @@ class MpiTransport final : public Transport {
   void wake() override;
   void abort(const Status& reason) override;
   Status close(Deadline deadline) override;
+  bool supports_native(NativeCollective kind, tidegate_dtype_t dtype, tidegate_reduce_op_t op,
+                       tidegate_memory_t memory) const override;
+  Status post_native(const WireHeader& header, const NativeCollectiveArgs& args,
+                     Handle* handle) override;
 
   // MPI messages posted so far (headers and payload chunks); tests check the chunking.
   uint64_t messages_posted() const;
 
  private:
-  enum class Part : uint8_t { kHeader, kChunk };
+  enum class Part : uint8_t { kHeader, kChunk, kNativeHeaders, kNativeData };
+  enum class NativeStage : uint8_t { kQueued, kGathering, kGathered, kRunning };
+  struct NativeOp {  // a native collective's own state (mpi_native.cc)
+    NativeCollectiveArgs args;
+    NativeStage stage = NativeStage::kQueued;
+    std::array<unsigned char, kWireHeaderBytes> mine{};  // this rank's encoded header
+    std::vector<unsigned char> gathered;                 // every rank's, in rank order
+  };
   struct Op {
     bool is_send = false;
     int peer = 0;
@@ -103,6 +125,7 @@ class MpiTransport final : public Transport {
     bool header_ok = false; // receive: the header arrived and matched
     bool payload_posted = false;  // send: always; receive: its chunk receives are posted
     std::array<unsigned char, kWireHeaderBytes> wire{};  // the encoded header sent / received
+    std::unique_ptr<NativeOp> native;  // set for a native collective, null for a transfer
   };
   struct Slot {  // what one entry of requests_ belongs to
     Handle handle = 0;  // 0 once its op was failed: the request is only drained
@@ -111,7 +134,8 @@ class MpiTransport final : public Transport {
     size_t bytes = 0;   // the message's expected size
   };
 
-  MpiTransport(const TransportContext& context, const MpiTransportOptions& options, MPI_Comm comm);
+  MpiTransport(const TransportContext& context, const MpiTransportOptions& options, MPI_Comm comm,
+               MPI_Comm coll_comm);
 
   // ---- mpi_transport.cc: posting and polling
   Status check_usable(int peer, uint32_t channel) const;
@@ -127,6 +151,17 @@ class MpiTransport final : public Transport {
   void finish_header(Op& op, int peer);
   void compact_requests();
 
+  // ---- mpi_native.cc: native collectives
+  Status check_native_args(const NativeCollectiveArgs& args) const;
+  // Posts what the native ops in native_queue_ are ready for, in queue order (see there).
+  void advance_natives();
+  Status post_header_gather(Handle handle, Op& op);
+  Status check_gathered_headers(const NativeOp& native) const;
+  Status post_native_collective(Handle handle, Op& op);
+  Status post_allreduce_chunks(Handle handle, Op& op);
+  void on_native_complete(const Slot& slot, Op& op, int mpi_error);
+  void finish_native(Op& op);
+
   // ---- mpi_shutdown.cc: failure, abort and close
   // Fails the transport with `status` (the first failure wins) and every pending transfer;
   // with `tell_peers`, first sends every peer an abort message carrying it.
@@ -141,15 +176,18 @@ class MpiTransport final : public Transport {
   const int rank_;
   const int size_;
   const size_t chunk_bytes_;
+  const int64_t native_max_elements_;
   const int max_channel_;  // largest channel whose two tags fit under MPI_TAG_UB
   const std::string who_;  // "rank 3", for messages
-  MPI_Comm comm_;
+  MPI_Comm comm_;       // point-to-point messages
+  MPI_Comm coll_comm_;  // native collectives and their header exchange
 
   mutable std::mutex mutex_;  // guards everything below and serialises our MPI calls
   std::unordered_map<Handle, Op> ops_;  // node-based: Op::wire keeps its address for MPI
   std::map<std::pair<int, uint32_t>, std::deque<Handle>> payload_queues_;  // receives, in order
   std::vector<MPI_Request> requests_;   // parallel to slots_
   std::vector<Slot> slots_;
+  std::deque<Handle> native_queue_;  // native ops in post order, until finished
   Handle next_handle_ = 1;
   uint64_t messages_posted_ = 0;
   Status failed_;

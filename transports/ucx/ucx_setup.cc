@@ -3,6 +3,7 @@
 #include <vector>
 
 #include "bootstrap/store.h"
+#include "core/log.h"
 #include "transports/ucx/ucx_transport.h"
 
 namespace tidegate {
@@ -11,6 +12,15 @@ namespace ucx {
 // A local UCX call failed (not a peer): SYSTEM, with UCX's own words (no errno to report).
 Status ucx_error(const std::string& what, ucs_status_t status) {
   return Status(TIDEGATE_ERR_SYSTEM, what + ": " + ucs_status_string(status));
+}
+
+Status context_supports_cuda(ucp_context_h context, bool* supported) {
+  ucp_context_attr_t attr{};
+  attr.field_mask = UCP_ATTR_FIELD_MEMORY_TYPES;
+  const ucs_status_t s = ucp_context_query(context, &attr);
+  if (s != UCS_OK) return ucx_error("ucp_context_query", s);
+  *supported = (attr.memory_types & UCS_BIT(UCS_MEMORY_TYPE_CUDA)) != 0;
+  return Status::ok();
 }
 
 namespace {
@@ -71,6 +81,7 @@ Status UcxTransport::init(const TransportContext& context) {
   s = ucp_init(&params, config, &context_);
   ucp_config_release(config);
   if (s != UCS_OK) return unsupported(who_ + ": cannot create a UCX context: " + ucs_status_string(s));
+  TG_RETURN_IF_ERROR(query_memory_types());
 
   ucp_worker_params_t wparams{};
   wparams.field_mask = UCP_WORKER_PARAM_FIELD_THREAD_MODE;
@@ -117,10 +128,17 @@ Status UcxTransport::init(const TransportContext& context) {
   return post(0, Kind::kAbort, 0, 0, abort_in_.data(), abort_in_.size(), true);
 }
 
+Status UcxTransport::query_memory_types() {
+  TG_RETURN_IF_ERROR(context_supports_cuda(context_, &cuda_memory_));
+  TG_LOG(kInfo, who_, std::string("ucx transport: CUDA memory ") +
+                          (cuda_memory_ ? "supported by this UCX" : "not supported by this UCX (host memory only)"));
+  return Status::ok();
+}
+
 TransportCapabilities UcxTransport::capabilities() const {
   TransportCapabilities caps;
   caps.host_memory = true;
-  caps.cuda_memory = false;  // see the header: not claimed until checked against the build
+  caps.cuda_memory = cuda_memory_;  // what this UCX build reports, never assumed
   return caps;
 }
 

@@ -2,8 +2,10 @@
 #include "transports/ucx/ucx_transport.h"
 
 #include <poll.h>
+#include <time.h>
 
 #include <algorithm>
+#include <chrono>
 
 namespace tidegate {
 namespace ucx {
@@ -46,6 +48,12 @@ Status UcxTransport::post(Handle handle, Kind kind, int peer, uint32_t channel, 
                        UCP_OP_ATTR_FIELD_DATATYPE | UCP_OP_ATTR_FLAG_NO_IMM_CMPL;
   param.datatype = ucp_dt_make_contig(1);
   param.user_data = part;
+  // Headers and abort messages live in our host buffers; payloads (user memory, possibly CUDA)
+  // keep UCS_MEMORY_TYPE_UNKNOWN so that UCX detects their memory type itself.
+  if (kind != Kind::kPayload) {
+    param.op_attr_mask |= UCP_OP_ATTR_FIELD_MEMORY_TYPE;
+    param.memory_type = UCS_MEMORY_TYPE_HOST;
+  }
   void* request = nullptr;
   if (is_recv) {
     param.cb.recv = &UcxTransport::on_recv;
@@ -274,13 +282,16 @@ void UcxTransport::check_dead_peers() {
 
 Status UcxTransport::progress(Milliseconds max_wait, bool* activity) {
   *activity = false;
-  const Deadline until = Deadline::after(max_wait);
+  const Clock::time_point until = Clock::now() + max_wait;
   std::unique_lock<std::mutex> lock(mutex_);
   while (true) {
     if (closed_) return failed_;
+    // ucp_worker_progress until it returns 0 (UCX's condition for arming), then our callbacks.
     const bool moved = poll_once();
     *activity |= moved;
-    if (!failed_.is_ok() || moved || woken_.exchange(false) || until.passed()) return failed_;
+    if (!failed_.is_ok() || moved || woken_.exchange(false)) return failed_;
+    const Clock::duration left = until - Clock::now();
+    if (left <= Clock::duration::zero()) return failed_;
     // Arm the event fd; BUSY means events arrived meanwhile, so poll again at once.
     const ucs_status_t s = ucp_worker_arm(worker_);
     if (s == UCS_ERR_BUSY) continue;
@@ -288,10 +299,17 @@ Status UcxTransport::progress(Milliseconds max_wait, bool* activity) {
       fail(ucx_error(who_ + ": ucp_worker_arm", s), true);
       return failed_;
     }
-    const int64_t wait_ms = std::min<int64_t>(kMaxSleepMs, until.remaining().count());
+    // Sleep for exactly what is left (capped), never 0: a whole-millisecond timeout would
+    // round a sub-millisecond remainder down to 0 and turn the wait into a busy spin, which
+    // on a shared CPU keeps the peer we wait for off it until the scheduler's next tick.
+    const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
+        std::min<Clock::duration>(left, Milliseconds(kMaxSleepMs)));
+    timespec timeout{};
+    timeout.tv_sec = static_cast<time_t>(ns.count() / 1000000000);
+    timeout.tv_nsec = static_cast<long>(ns.count() % 1000000000);
     lock.unlock();  // abort() may run while we sleep
     pollfd fd{efd_, POLLIN, 0};
-    ::poll(&fd, 1, static_cast<int>(wait_ms));
+    ::ppoll(&fd, 1, &timeout, nullptr);
     lock.lock();
   }
 }

@@ -1,6 +1,9 @@
 // The UCX transport (DESIGN.md "Transport"): point-to-point messages over UCX's tag API on one
-// ucp worker per rank, host memory only (CUDA memory is not offered: the capability would have
-// to be checked against the UCX build's memory types, which this build does not do yet).
+// ucp worker per rank. Host memory always; CUDA memory only when the UCX context reports it
+// among its memory types (ucp_context_query, UCP_ATTR_FIELD_MEMORY_TYPES), i.e. when this UCX
+// was built with CUDA support (Debian's is not). Payloads are passed without a memory type, so
+// UCX detects host or CUDA memory itself (this folder may not include a CUDA header to ask);
+// headers and abort messages are ours and declared host memory, which spares that lookup.
 //
 // Connection: each rank publishes its worker address (hex) under "ucx/<rank>" in the bootstrap
 // store and creates an endpoint to every peer from the peers' addresses, with peer error
@@ -64,6 +67,9 @@ inline constexpr int kMaxSleepMs = 50;
 // A local UCX call failed (not a peer): SYSTEM, with UCX's own words.
 Status ucx_error(const std::string& what, ucs_status_t status);
 
+// Whether `context` supports CUDA memory (UCS_MEMORY_TYPE_CUDA among its memory types).
+Status context_supports_cuda(ucp_context_h context, bool* supported);
+
 class UcxTransport final : public Transport {
  public:
   // Collective over the communicator's ranks: creates the context and worker, exchanges
@@ -121,6 +127,8 @@ class UcxTransport final : public Transport {
 
   // ---- ucx_transport.cc: set-up, posting and completions
   Status init(const TransportContext& context);
+  // Reads the context's memory types into cuda_memory_.
+  Status query_memory_types();
   Status check_usable(int peer, uint32_t channel) const;
   Status post(Handle handle, Kind kind, int peer, uint32_t channel, void* buffer, size_t bytes,
               bool is_recv);
@@ -154,6 +162,7 @@ class UcxTransport final : public Transport {
   ucp_context_h context_ = nullptr;
   ucp_worker_h worker_ = nullptr;
   int efd_ = -1;
+  bool cuda_memory_ = false;  // the UCX context handles UCS_MEMORY_TYPE_CUDA
   std::vector<ucp_ep_h> eps_;
   std::vector<EpArg> ep_args_;
   std::vector<Status> peer_errors_;  // an endpoint's error, OK while it is healthy

@@ -1,0 +1,62 @@
+#!/usr/bin/env python3
+"""Summarise a run_plan_check.sh output folder as Markdown, and check the probe issue's goals:
+the probe's bandwidth within 15% of the shaped link rate (when shaped), --transport auto within
+10% of the fastest forced (transport, algorithm) at every size, and the probe under 1 s.
+Exit status 0 when every goal holds, 1 otherwise (the summary says which failed)."""
+import argparse
+import json
+import pathlib
+import re
+import sys
+
+
+def link_GBps(rate):
+    m = re.fullmatch(r"(\d+)(k|m|g)?bit", rate)
+    if not m:
+        return None
+    scale = {"k": 1e3, "m": 1e6, "g": 1e9, None: 1}[m.group(2)]
+    return int(m.group(1)) * scale / 8 / 1e9
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--rate", default="none")
+    parser.add_argument("folder")
+    args = parser.parse_args()
+    folder = pathlib.Path(args.folder)
+    info = json.loads((folder / "info.json").read_text())
+    rows = [json.loads(line) for line in (folder / "bench.jsonl").read_text().splitlines() if line]
+    failures = []
+    out = [f"### {info['ranks']} ranks, links {args.rate}, transports {info['communicator_transports']}",
+           "", f"Probe ({info['probe_source']}, {info['probe_ms']:.0f} ms; local reduction "
+           f"{info['reduce_GBps']:.2f} GB/s):", "",
+           "| transport | alpha (us) | bandwidth (GB/s) | vs link |", "|---|---|---|---|"]
+    rate = link_GBps(args.rate)
+    for name, fig in info["probe"].items():
+        versus = f"{fig['bandwidth_GBps'] / rate:.2f}" if rate else "-"
+        out.append(f"| {name} | {fig['alpha_us']:.1f} | {fig['bandwidth_GBps']:.4f} | {versus} |")
+        if rate and abs(fig["bandwidth_GBps"] / rate - 1) > 0.15:
+            failures.append(f"{name} probe bandwidth {fig['bandwidth_GBps']:.4f} GB/s is not within 15% of {rate:.4f}")
+    if info["probe_ms"] >= 1000:
+        failures.append(f"probe took {info['probe_ms']:.0f} ms (goal: under 1000)")
+    out += ["", "| size | auto ran | auto (us) | fastest forced | its time (us) | auto/fastest |",
+            "|---|---|---|---|---|---|"]
+    for row in rows:
+        ratio = row.get("auto_vs_best")
+        out.append(f"| {row['bytes']} | {row['algo']} | {row['time_us']:.1f} | {row.get('best_choice', '-')} | "
+                   f"{row['choices'][row['best_choice']]:.1f} | {ratio:.3f} |" if ratio else
+                   f"| {row['bytes']} | {row['algo']} | {row['time_us']:.1f} | - | - | - |")
+        if ratio is not None and ratio > 1.10:
+            failures.append(f"{row['bytes']} B: auto is {ratio:.3f}x the fastest forced choice")
+        if row.get("wrong") not in (0, "0"):
+            failures.append(f"{row['bytes']} B: {row.get('wrong')} wrong elements")
+    out.append("")
+    out.append("Goals: " + ("all met" if not failures else "NOT met: " + "; ".join(failures)))
+    text = "\n".join(out) + "\n"
+    (folder / "summary.md").write_text(text)
+    sys.stdout.write(text)
+    return 0 if not failures else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,223 @@
+#include "select/planner.h"
+
+#include <cmath>
+#include <optional>
+
+#include "collectives/algorithms.h"
+#include "select/size_rule.h"
+
+namespace tidegate {
+
+namespace {
+
+std::optional<NativeCollective> native_kind(OpKind kind) {
+  switch (kind) {
+    case OpKind::kAllreduce: return NativeCollective::kAllreduce;
+    case OpKind::kAllgather: return NativeCollective::kAllgather;
+    case OpKind::kReduceScatter: return NativeCollective::kReduceScatter;
+    default: return std::nullopt;
+  }
+}
+
+tidegate_memory_t memory_of(const CollectiveArgs& args) {
+  return args.input.memory == TIDEGATE_MEMORY_CUDA || args.output.memory == TIDEGATE_MEMORY_CUDA
+             ? TIDEGATE_MEMORY_CUDA
+             : TIDEGATE_MEMORY_HOST;
+}
+
+}  // namespace
+
+int64_t plan_bytes(const CollectiveArgs& args) {
+  return static_cast<int64_t>(std::max(args.input.bytes(), args.output.bytes()));
+}
+
+Status Planner::create(PlanInputs inputs, std::vector<Transport*> transports,
+                       std::unique_ptr<Planner>* out) {
+  std::unique_ptr<Planner> planner(new Planner());
+  planner->inputs_ = std::move(inputs);
+  planner->transports_ = std::move(transports);
+  TG_RETURN_IF_ERROR(Plan::build(planner->inputs_, &planner->plan_));
+  const size_t entries = planner->plan_.entries().size();
+  planner->overrides_.assign(entries, -1);
+  planner->local_.assign(2 * entries * kTrackedChoices, 0.0);
+  planner->agreed_.assign(2 * entries * kTrackedChoices, 0.0);
+  *out = std::move(planner);
+  return Status::ok();
+}
+
+Status Planner::choose(const CollectiveArgs& args, PlanDecision* decision) const {
+  const tidegate_memory_t memory = memory_of(args);
+  auto runnable = [&](int index, const std::string& algorithm) {
+    if (algorithm == "native") {
+      std::optional<NativeCollective> kind = native_kind(args.kind);
+      return kind.has_value() && transports_[index]->supports_native(
+                                     *kind, args.input.dtype, args.reduce_op, memory);
+    }
+    // tidegate's own algorithms reduce and copy on the host.
+    bool known = false;
+    for (const char* name : algorithm_names(args.kind)) known = known || algorithm == name;
+    return known && memory == TIDEGATE_MEMORY_HOST && transports_[index]->capabilities().host_memory;
+  };
+  auto index_of = [&](const std::string& name) {
+    for (size_t i = 0; i < transports_.size(); ++i) {
+      if (name == transports_[i]->name()) return static_cast<int>(i);
+    }
+    return -1;
+  };
+
+  std::lock_guard<std::mutex> lock(mutex_);
+  const PlanEntry* entry = plan_.find(args.kind, memory, plan_bytes(args));
+  if (!args.force_transport.empty() || !args.force_algorithm.empty()) {
+    decision->transport = args.force_transport.empty()
+                              ? (entry ? entry->ranked.front().transport : transports_[0]->name())
+                              : args.force_transport;
+    decision->transport_index = index_of(decision->transport);
+    if (decision->transport_index < 0) {
+      return unsupported("forced transport '" + decision->transport +
+                         "' is not one of this communicator's transports");
+    }
+    decision->algorithm = args.force_algorithm.empty()
+                              ? std::string(size_rule_algorithm(*inputs_.config, args))
+                              : args.force_algorithm;
+    decision->predicted_us = 0;
+    decision->entry_index = decision->choice_index = -1;  // not the plan's: not recorded
+    if (!runnable(decision->transport_index, decision->algorithm)) {
+      return unsupported("forced " + decision->transport + "/" + decision->algorithm +
+                         " cannot run " + op_kind_name(args.kind) + " of this dtype, op and memory");
+    }
+    return Status::ok();
+  }
+  if (entry != nullptr) {
+    const size_t e = static_cast<size_t>(entry - plan_.entries().data());
+    const int first = overrides_[e] >= 0 ? overrides_[e] : 0;
+    const int n = static_cast<int>(entry->ranked.size());
+    // The choice in use first, then the others in the model's order.
+    for (int k = -1; k < n; ++k) {
+      const int c = k < 0 ? first : k;
+      if (k == first) continue;
+      const PlanChoice& choice = entry->ranked[static_cast<size_t>(c)];
+      const int index = index_of(choice.transport);
+      if (index >= 0 && runnable(index, choice.algorithm)) {
+        *decision = {index, choice.transport, choice.algorithm, choice.predicted_us,
+                     static_cast<int>(e), c};
+        return Status::ok();
+      }
+    }
+  }
+  // The user restricted this entry (TIDEGATE_ALGO / TIDEGATE_TUNE) to choices that cannot run
+  // this dtype or op: say so rather than quietly running something else.
+  if (entry != nullptr && entry->tuned) {
+    return unsupported(std::string(op_kind_name(args.kind)) + " of " +
+                       dtype_name(args.input.dtype) + " (" + reduce_op_name(args.reduce_op) +
+                       "): the forced choice " + entry->ranked.front().transport + "/" +
+                       entry->ranked.front().algorithm +
+                       " (TIDEGATE_ALGO / TIDEGATE_TUNE) cannot run it on this transport");
+  }
+  // No ranked choice fits this dtype/op (e.g. float16 where the plan picked a native MPI
+  // allreduce): the fixed size rule on the first transport that takes host memory.
+  if (memory == TIDEGATE_MEMORY_HOST) {
+    for (size_t i = 0; i < transports_.size(); ++i) {
+      if (!transports_[i]->capabilities().host_memory) continue;
+      *decision = {static_cast<int>(i), transports_[i]->name(),
+                   size_rule_algorithm(*inputs_.config, args), 0.0};
+      return Status::ok();
+    }
+  }
+  return unsupported(std::string(op_kind_name(args.kind)) + " on " +
+                     (memory == TIDEGATE_MEMORY_CUDA ? "CUDA" : "host") +
+                     " memory: no transport of this communicator can run it (transports: " +
+                     [&] {
+                       std::string names;
+                       for (Transport* t : transports_) names += std::string(names.empty() ? "" : ", ") + t->name();
+                       return names;
+                     }() +
+                     ")");
+}
+
+void Planner::record(const CollectiveArgs& args, const PlanDecision& decision, double measured_us) {
+  if (decision.entry_index < 0 || decision.choice_index < 0 || measured_us <= 0) return;
+  if (static_cast<size_t>(decision.choice_index) >= kTrackedChoices) return;
+  const TransportFigures* link = inputs_.profile.find(decision.transport);
+  if (link == nullptr) return;
+  // The prediction at the op's own size, so that ops of different sizes in one entry compare.
+  const CostQuery query{args.kind, plan_bytes(args), inputs_.size};
+  const double predicted = predicted_us(inputs_.profile, *link, decision.algorithm, query, {});
+  if (!(predicted > 0)) return;
+  const size_t k = slot(static_cast<size_t>(decision.entry_index), static_cast<size_t>(decision.choice_index));
+  local_[2 * k] += std::log(measured_us / predicted);
+  local_[2 * k + 1] += 1.0;
+}
+
+int64_t Planner::replan_statistics_count() const { return static_cast<int64_t>(local_.size()); }
+
+void Planner::fill_replan_statistics(double* out) {
+  std::copy(local_.begin(), local_.end(), out);
+  std::fill(local_.begin(), local_.end(), 0.0);
+}
+
+bool Planner::apply_replan_statistics(const double* summed) {
+  for (size_t i = 0; i < agreed_.size(); ++i) agreed_[i] += summed[i];
+  std::lock_guard<std::mutex> lock(mutex_);
+  bool changed = false;
+  for (size_t e = 0; e < overrides_.size(); ++e) changed = replan_entry(e) || changed;
+  if (changed) ++replans_;
+  return changed;
+}
+
+bool Planner::replan_entry(size_t e) {
+  const PlanEntry& entry = plan_.entries()[e];
+  if (entry.tuned) return false;  // the user decided this entry
+  // Too few observations say more about noise than about the model: two ops on every rank.
+  const double min_count = 2.0 * inputs_.size;
+  const size_t n = std::min(entry.ranked.size(), kTrackedChoices);
+  std::vector<double> ratio(n, 0.0);  // geometric mean of measured / predicted; 0 = unknown
+  for (size_t c = 0; c < n; ++c) {
+    const size_t k = slot(e, c);
+    if (agreed_[2 * k + 1] >= min_count) ratio[c] = std::exp(agreed_[2 * k] / agreed_[2 * k + 1]);
+  }
+  const size_t current = overrides_[e] >= 0 ? static_cast<size_t>(overrides_[e]) : 0;
+  if (current >= n || ratio[current] == 0) return false;
+  auto corrected = [&](size_t c) { return entry.ranked[c].predicted_us * ratio[c]; };
+  size_t best = current;
+  for (size_t c = 0; c < n; ++c) {
+    if (ratio[c] > 0 && corrected(c) * 1.05 < corrected(best)) best = c;
+  }
+  if (best != current) {
+    overrides_[e] = static_cast<int>(best);
+    return true;
+  }
+  if (std::fabs(ratio[current] - 1.0) <= inputs_.config->replan_margin()) return false;
+  for (size_t c = 0; c < n; ++c) {
+    if (ratio[c] == 0) {  // never measured: try it for one interval
+      overrides_[e] = static_cast<int>(c);
+      return true;
+    }
+  }
+  return false;
+}
+
+std::string Planner::plan_table() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  std::string text = plan_.to_table();
+  for (size_t e = 0; e < overrides_.size(); ++e) {
+    if (overrides_[e] < 0) continue;
+    const PlanEntry& entry = plan_.entries()[e];
+    const PlanChoice& now = entry.ranked[static_cast<size_t>(overrides_[e])];
+    text += std::string("online: ") + op_kind_name(entry.kind) + " " + std::to_string(entry.min_bytes) +
+            ".." + (entry.max_bytes == INT64_MAX ? std::string("inf") : std::to_string(entry.max_bytes)) +
+            " B now runs " + now.transport + "/" + now.algorithm + " (measured)\n";
+  }
+  return text;
+}
+
+std::string Planner::plan_json() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return plan_.to_json();
+}
+
+int Planner::replans() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return replans_;
+}
+
+}  // namespace tidegate

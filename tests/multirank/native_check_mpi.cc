@@ -1,0 +1,204 @@
+// One rank of the native-collective checks under mpirun (proc.mpirun.<setup>.native.np<N>):
+// run with TIDEGATE_TRANSPORT=mpi and TIDEGATE_ALGO=allreduce=native,allgather=native,
+// reduce_scatter=native, so every collective below is MPI's own.
+//   (no arguments)        allreduce, reduce_scatter and allgather over every dtype MPI can
+//                         reduce, every op, sizes {0, 1, 7, 1023, 2^20+3}, in place and not:
+//                         values against the reference, bitwise identical across ranks
+//   --scenario mismatch   rank 1 posts a different count: MISMATCH naming the ranks and the
+//                         field on every rank, no hang
+//   --scenario float16    a float16 allreduce: UNSUPPORTED naming the transport and dtype
+#include <mpi.h>
+
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "test_values.h"
+
+namespace {
+
+using tidegate::testing::expected_value;
+using tidegate::testing::input_value;
+using tidegate::testing::is_integer;
+using tidegate::testing::load_value;
+using tidegate::testing::store_value;
+
+const tidegate_dtype_t kReducible[] = {TIDEGATE_FLOAT32, TIDEGATE_FLOAT64, TIDEGATE_INT32,
+                                       TIDEGATE_INT64, TIDEGATE_UINT8};
+const tidegate_reduce_op_t kOps[] = {TIDEGATE_SUM, TIDEGATE_AVG, TIDEGATE_MIN, TIDEGATE_MAX,
+                                     TIDEGATE_PROD};
+const int64_t kCounts[] = {0, 1, 7, 1023, (int64_t{1} << 20) + 3};
+
+struct Rank {
+  tidegate_comm_t comm = nullptr;
+  int rank = 0;
+  int size = 1;
+};
+
+int fail(const Rank& r, const std::string& what) {
+  std::fprintf(stderr, "rank %d: FAILED: %s\n", r.rank, what.c_str());
+  return 1;
+}
+
+std::string describe(const char* collective, int64_t count, tidegate_dtype_t dtype,
+                     tidegate_reduce_op_t op) {
+  return std::string(collective) + " count " + std::to_string(count) + " dtype " +
+         std::to_string(dtype) + " op " + std::to_string(op);
+}
+
+// Bitwise identity: every rank's bytes must hash the same (gathered with plain MPI, so the
+// check does not depend on the code under test).
+bool identical_everywhere(const std::vector<unsigned char>& bytes) {
+  uint64_t h = 1469598103934665603ULL;
+  for (unsigned char b : bytes) h = (h ^ b) * 1099511628211ULL;
+  uint64_t low = h, high = h;
+  MPI_Allreduce(&h, &low, 1, MPI_UINT64_T, MPI_MIN, MPI_COMM_WORLD);
+  MPI_Allreduce(&h, &high, 1, MPI_UINT64_T, MPI_MAX, MPI_COMM_WORLD);
+  return low == high;
+}
+
+// Element i of `data` (reduced over all ranks at global index `global`) against the reference.
+bool value_ok(const void* data, int64_t i, int64_t global, int size, tidegate_dtype_t dtype,
+              tidegate_reduce_op_t op) {
+  const double want = expected_value(size, global, op, dtype);
+  const double got = load_value(data, dtype, i);
+  const bool exact = op != TIDEGATE_AVG || is_integer(dtype);
+  return exact ? got == want : std::abs(got - want) <= 1e-6 * std::abs(want);
+}
+
+int check_allreduce(const Rank& r, int64_t count, tidegate_dtype_t dtype, tidegate_reduce_op_t op,
+                    bool in_place) {
+  const size_t bytes = static_cast<size_t>(count) * tidegate_dtype_size(dtype);
+  std::vector<unsigned char> in(bytes), out(bytes);
+  for (int64_t i = 0; i < count; ++i) store_value(in.data(), dtype, i, input_value(r.rank, i, op));
+  tidegate_tensor_t ti = tidegate_host_tensor(in.data(), count, dtype);
+  tidegate_tensor_t to = tidegate_host_tensor(in_place ? in.data() : out.data(), count, dtype);
+  const std::string what = describe("allreduce", count, dtype, op) + (in_place ? " in place" : "");
+  if (tidegate_allreduce(r.comm, &ti, &to, op) != TIDEGATE_OK) return fail(r, what + ": " + tidegate_last_error());
+  const std::vector<unsigned char>& result = in_place ? in : out;
+  for (int64_t i = 0; i < count; ++i) {
+    if (!value_ok(result.data(), i, i, r.size, dtype, op)) return fail(r, what + ": element " + std::to_string(i));
+  }
+  if (!identical_everywhere(result)) return fail(r, what + ": results differ bitwise between ranks");
+  return 0;
+}
+
+int check_reduce_scatter(const Rank& r, int64_t count, tidegate_dtype_t dtype, tidegate_reduce_op_t op,
+                         bool in_place) {
+  int64_t offset = 0, length = 0;
+  tidegate_block_range(count, r.size, r.rank, &offset, &length);
+  const size_t element = tidegate_dtype_size(dtype);
+  std::vector<unsigned char> in(static_cast<size_t>(count) * element), out(static_cast<size_t>(length) * element);
+  for (int64_t i = 0; i < count; ++i) store_value(in.data(), dtype, i, input_value(r.rank, i, op));
+  tidegate_tensor_t ti = tidegate_host_tensor(in.data(), count, dtype);
+  tidegate_tensor_t to = tidegate_host_tensor(in_place ? in.data() : out.data(), length, dtype);
+  const std::string what = describe("reduce_scatter", count, dtype, op) + (in_place ? " in place" : "");
+  if (tidegate_reduce_scatter(r.comm, &ti, &to, op) != TIDEGATE_OK) return fail(r, what + ": " + tidegate_last_error());
+  const unsigned char* result = in_place ? in.data() : out.data();
+  for (int64_t i = 0; i < length; ++i) {
+    if (!value_ok(result, i, offset + i, r.size, dtype, op)) return fail(r, what + ": element " + std::to_string(i));
+  }
+  return 0;
+}
+
+// Every dtype: an allgather only moves bytes, so float16/bfloat16 are native too.
+int check_allgather(const Rank& r, int64_t count, tidegate_dtype_t dtype, bool in_place) {
+  const size_t element = tidegate_dtype_size(dtype);
+  const size_t block = static_cast<size_t>(count) * element;
+  std::vector<unsigned char> in(block), out(block * static_cast<size_t>(r.size));
+  unsigned char* own = in_place ? out.data() + block * static_cast<size_t>(r.rank) : in.data();
+  for (int64_t i = 0; i < count; ++i) store_value(own, dtype, i, input_value(r.rank, i, TIDEGATE_SUM));
+  tidegate_tensor_t ti = tidegate_host_tensor(own, count, dtype);
+  tidegate_tensor_t to = tidegate_host_tensor(out.data(), count * r.size, dtype);
+  const std::string what = describe("allgather", count, dtype, TIDEGATE_SUM) + (in_place ? " in place" : "");
+  if (tidegate_allgather(r.comm, &ti, &to) != TIDEGATE_OK) return fail(r, what + ": " + tidegate_last_error());
+  for (int src = 0; src < r.size; ++src) {
+    for (int64_t i = 0; i < count; ++i) {
+      if (load_value(out.data() + block * static_cast<size_t>(src), dtype, i) != input_value(src, i, TIDEGATE_SUM)) {
+        return fail(r, what + ": rank " + std::to_string(src) + "'s element " + std::to_string(i));
+      }
+    }
+  }
+  if (!identical_everywhere(out)) return fail(r, what + ": outputs differ bitwise between ranks");
+  return 0;
+}
+
+int run_values(const Rank& r) {
+  int checks = 0;
+  for (int64_t count : kCounts) {
+    for (tidegate_dtype_t dtype : kReducible) {
+      for (tidegate_reduce_op_t op : kOps) {
+        const bool in_place = (checks % 2) == 1;  // alternate, so both kinds meet every size
+        if (int rc = check_allreduce(r, count, dtype, op, in_place)) return rc;
+        if (int rc = check_reduce_scatter(r, count, dtype, op, in_place)) return rc;
+        checks += 2;
+      }
+    }
+    for (tidegate_dtype_t dtype : {TIDEGATE_FLOAT32, TIDEGATE_FLOAT64, TIDEGATE_FLOAT16, TIDEGATE_BFLOAT16,
+                                   TIDEGATE_INT32, TIDEGATE_INT64, TIDEGATE_UINT8}) {
+      if (int rc = check_allgather(r, count, dtype, (checks % 2) == 1)) return rc;
+      ++checks;
+    }
+  }
+  if (r.rank == 0) std::printf("%d native checks passed on %d ranks\n", checks, r.size);
+  return 0;
+}
+
+int expect_error(const Rank& r, tidegate_status_t st, tidegate_status_t want,
+                 const std::vector<std::string>& phrases) {
+  const std::string message = tidegate_last_error();
+  std::printf("rank %d: %s: %s\n", r.rank, tidegate_status_string(st), message.c_str());
+  if (st != want) return fail(r, std::string("expected ") + tidegate_status_string(want));
+  for (const std::string& phrase : phrases) {
+    if (message.find(phrase) == std::string::npos) return fail(r, "the message lacks '" + phrase + "'");
+  }
+  return 0;
+}
+
+int run_scenario(const Rank& r, const std::string& scenario) {
+  std::vector<float> data(4096, 1.0f);
+  if (scenario == "mismatch") {
+    if (r.size < 2) {
+      std::printf("mismatch needs two ranks: nothing to check on one\n");
+      return 0;
+    }
+    tidegate_tensor_t t = tidegate_host_tensor(data.data(), r.rank == 1 ? 4000 : 4096, TIDEGATE_FLOAT32);
+    return expect_error(r, tidegate_allreduce(r.comm, &t, &t, TIDEGATE_SUM), TIDEGATE_ERR_MISMATCH,
+                        {"field 'count'", "op #0", "rank 0", "rank 1"});
+  }
+  if (scenario == "float16") {
+    tidegate_tensor_t t = tidegate_host_tensor(data.data(), 16, TIDEGATE_FLOAT16);
+    return expect_error(r, tidegate_allreduce(r.comm, &t, &t, TIDEGATE_SUM), TIDEGATE_ERR_UNSUPPORTED,
+                        {"native", "mpi", "float16"});
+  }
+  return fail(r, "unknown scenario " + scenario);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  int provided = 0;
+  MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
+  MPI_Comm world = MPI_COMM_WORLD;
+  Rank r;
+  int rc = 1;
+  if (tidegate_comm_create_from_mpi(&world, &r.comm) != TIDEGATE_OK) {
+    std::fprintf(stderr, "communicator creation failed: %s\n", tidegate_last_error());
+  } else {
+    tidegate_comm_rank(r.comm, &r.rank);
+    tidegate_comm_size(r.comm, &r.size);
+    std::string scenario;
+    for (int i = 1; i + 1 < argc; ++i) {
+      if (std::strcmp(argv[i], "--scenario") == 0) scenario = argv[i + 1];
+    }
+    rc = scenario.empty() ? run_values(r) : run_scenario(r, scenario);
+    tidegate_comm_destroy(r.comm);
+  }
+  // Agree on the outcome so mpirun's exit code reflects any rank's failure.
+  int worst = 0;
+  MPI_Allreduce(&rc, &worst, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+  MPI_Finalize();
+  return worst;
+}

@@ -1,0 +1,205 @@
+// The planner's live side: choosing among ranked choices, falling back when a transport cannot
+// run a dtype, refusing what the user forced but cannot run, and online re-planning from agreed
+// statistics (explore when the model is off, keep what measured cheaper, identical decisions
+// from identical numbers).
+#include "select/planner.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+namespace tidegate {
+namespace {
+
+// A transport that only answers the planner's questions; moving bytes is not its job here.
+class StubTransport : public Transport {
+ public:
+  StubTransport(std::string name, bool native_float32)
+      : name_(std::move(name)), native_float32_(native_float32) {}
+  const char* name() const override { return name_.c_str(); }
+  TransportCapabilities capabilities() const override {
+    TransportCapabilities c;
+    c.native_allreduce = c.native_allgather = c.native_reduce_scatter = native_float32_;
+    return c;
+  }
+  bool supports_native(NativeCollective, tidegate_dtype_t dtype, tidegate_reduce_op_t,
+                       tidegate_memory_t memory) const override {
+    return native_float32_ && dtype == TIDEGATE_FLOAT32 && memory == TIDEGATE_MEMORY_HOST;
+  }
+  Status isend(int, uint32_t, const WireHeader&, const void*, size_t, Handle*) override { return unsupported("stub"); }
+  Status irecv(int, uint32_t, const WireHeader&, void*, size_t, Handle*) override { return unsupported("stub"); }
+  Status test(Handle, bool*) override { return unsupported("stub"); }
+  Status progress(Milliseconds, bool*) override { return Status::ok(); }
+  void wake() override {}
+  void abort(const Status&) override {}
+  Status close(Deadline) override { return Status::ok(); }
+
+ private:
+  std::string name_;
+  bool native_float32_;
+};
+
+TransportFigures figures(const std::string& name, double alpha_us, double bandwidth_GBps,
+                         double native_alpha_us = 0, double native_GBps = 0) {
+  TransportFigures f;
+  f.transport = name;
+  f.alpha_us = alpha_us;
+  f.bandwidth_GBps = bandwidth_GBps;
+  f.native_alpha_us = native_alpha_us;
+  f.native_bandwidth_GBps = native_GBps;
+  return f;
+}
+
+struct World {
+  Config config;
+  std::vector<std::unique_ptr<StubTransport>> owned;
+  std::unique_ptr<Planner> planner;
+
+  // tcp (own algorithms only) and, optionally, mpi whose measured native allreduce is fast.
+  explicit World(bool with_native_mpi, const std::vector<std::pair<std::string, std::string>>& env = {}) {
+    for (const auto& [k, v] : env) EXPECT_TRUE(config.set(k, v).is_ok()) << k;
+    PlanInputs in;
+    in.size = 4;
+    in.config = &config;
+    in.profile.size = 4;
+    in.profile.reduce_GBps = 10;
+    in.profile.source = "test";
+    in.profile.transports.push_back(figures("tcp", 50, 1.0));
+    owned.push_back(std::make_unique<StubTransport>("tcp", false));
+    if (with_native_mpi) {
+      in.profile.transports.push_back(figures("mpi", 50, 1.0, 5, 10.0));
+      owned.push_back(std::make_unique<StubTransport>("mpi", true));
+    }
+    std::vector<Transport*> raw;
+    for (auto& t : owned) {
+      in.transports.push_back({t->name(), t->capabilities()});
+      raw.push_back(t.get());
+    }
+    Status st = Planner::create(std::move(in), raw, &planner);
+    EXPECT_TRUE(st.is_ok()) << st.to_string();
+  }
+};
+
+CollectiveArgs allreduce(int64_t count, tidegate_dtype_t dtype = TIDEGATE_FLOAT32) {
+  CollectiveArgs a;
+  a.kind = OpKind::kAllreduce;
+  a.input.count = a.output.count = count;
+  a.input.dtype = a.output.dtype = dtype;
+  return a;
+}
+
+// Feeds `ops` finished ops of `args` as `decision`, each taking `factor` times the model's
+// prediction, as if `ranks` ranks had measured the same; then one agreement round.
+bool feed_round(Planner& planner, const CollectiveArgs& args, const PlanDecision& decision,
+                double predicted_us, double factor, int ops, int ranks = 4) {
+  for (int i = 0; i < ops; ++i) planner.record(args, decision, predicted_us * factor);
+  std::vector<double> stats(static_cast<size_t>(planner.replan_statistics_count()));
+  planner.fill_replan_statistics(stats.data());
+  for (double& v : stats) v *= ranks;  // every rank saw the same
+  return planner.apply_replan_statistics(stats.data());
+}
+
+double model_us(const Planner& planner, const CollectiveArgs& args, const PlanDecision& d) {
+  const TransportFigures* link = planner.profile().find(d.transport);
+  return predicted_us(planner.profile(), *link, d.algorithm, {args.kind, plan_bytes(args), 4}, {});
+}
+
+TEST(Planner, NativeWhereItRunsAndOwnAlgorithmWhereItDoesNot) {
+  World w(/*with_native_mpi=*/true);
+  PlanDecision d;
+  ASSERT_TRUE(w.planner->choose(allreduce(1 << 20), &d).is_ok());
+  EXPECT_EQ(d.transport + "/" + d.algorithm, "mpi/native");
+  // float16: the (stub) MPI has no such type; the next ranked choice that can run it.
+  ASSERT_TRUE(w.planner->choose(allreduce(1 << 20, TIDEGATE_FLOAT16), &d).is_ok());
+  EXPECT_NE(d.algorithm, "native");
+}
+
+TEST(Planner, ForcedChoiceThatCannotRunIsRefusedNotReplaced) {
+  World w(true, {{"TIDEGATE_ALGO", "allreduce=native"}});
+  PlanDecision d;
+  ASSERT_TRUE(w.planner->choose(allreduce(1024), &d).is_ok());
+  EXPECT_EQ(d.algorithm, "native");
+  Status st = w.planner->choose(allreduce(1024, TIDEGATE_FLOAT16), &d);
+  EXPECT_EQ(st.code(), TIDEGATE_ERR_UNSUPPORTED);
+  EXPECT_NE(st.message().find("cannot run"), std::string::npos) << st.message();
+}
+
+TEST(Planner, PerOpForcingNamesAnUnknownTransport) {
+  World w(false);
+  CollectiveArgs a = allreduce(1024);
+  a.force_transport = "ucx";
+  PlanDecision d;
+  Status st = w.planner->choose(a, &d);
+  EXPECT_EQ(st.code(), TIDEGATE_ERR_UNSUPPORTED);
+  EXPECT_NE(st.message().find("ucx"), std::string::npos);
+}
+
+TEST(Planner, AccurateModelKeepsThePlan) {
+  World w(false);
+  const CollectiveArgs a = allreduce(1024);
+  PlanDecision d;
+  ASSERT_TRUE(w.planner->choose(a, &d).is_ok());
+  EXPECT_FALSE(feed_round(*w.planner, a, d, model_us(*w.planner, a, d), 1.1, 10));
+  EXPECT_EQ(w.planner->replans(), 0);
+}
+
+TEST(Planner, OffModelExploresThenKeepsWhatMeasuredCheaper) {
+  World w(false);
+  const CollectiveArgs a = allreduce(1024);
+  PlanDecision first;
+  ASSERT_TRUE(w.planner->choose(a, &first).is_ok());
+  // The model's choice takes 4x its prediction: the planner tries the runner-up.
+  ASSERT_TRUE(feed_round(*w.planner, a, first, model_us(*w.planner, a, first), 4.0, 10));
+  PlanDecision trial;
+  ASSERT_TRUE(w.planner->choose(a, &trial).is_ok());
+  EXPECT_EQ(trial.entry_index, first.entry_index);
+  EXPECT_NE(trial.choice_index, first.choice_index);
+  // The runner-up runs at its prediction: far cheaper than the first choice really was.
+  feed_round(*w.planner, a, trial, model_us(*w.planner, a, trial), 1.0, 10);
+  PlanDecision now;
+  ASSERT_TRUE(w.planner->choose(a, &now).is_ok());
+  EXPECT_EQ(now.choice_index, trial.choice_index);
+  EXPECT_NE(w.planner->plan_table().find("online:"), std::string::npos);
+}
+
+TEST(Planner, TrialThatMeasuredWorseIsDropped) {
+  World w(false);
+  const CollectiveArgs a = allreduce(1024);
+  PlanDecision first;
+  ASSERT_TRUE(w.planner->choose(a, &first).is_ok());
+  ASSERT_TRUE(feed_round(*w.planner, a, first, model_us(*w.planner, a, first), 2.0, 10));
+  PlanDecision trial;
+  ASSERT_TRUE(w.planner->choose(a, &trial).is_ok());
+  ASSERT_NE(trial.choice_index, first.choice_index);
+  // The trial is ten times slower than its prediction: back to the first choice.
+  ASSERT_TRUE(feed_round(*w.planner, a, trial, model_us(*w.planner, a, trial), 10.0, 10));
+  PlanDecision now;
+  ASSERT_TRUE(w.planner->choose(a, &now).is_ok());
+  EXPECT_EQ(now.choice_index, first.choice_index);
+}
+
+TEST(Planner, TooFewObservationsChangeNothing) {
+  World w(false);
+  const CollectiveArgs a = allreduce(1024);
+  PlanDecision d;
+  ASSERT_TRUE(w.planner->choose(a, &d).is_ok());
+  // One op on each of 4 ranks is below the two-ops-per-rank floor.
+  EXPECT_FALSE(feed_round(*w.planner, a, d, model_us(*w.planner, a, d), 50.0, 1));
+}
+
+TEST(Planner, IdenticalAgreedNumbersGiveIdenticalPlans) {
+  World a(true), b(true);
+  for (int64_t count : {int64_t{256}, int64_t{1} << 16, int64_t{1} << 22}) {
+    const CollectiveArgs args = allreduce(count);
+    PlanDecision da, db;
+    ASSERT_TRUE(a.planner->choose(args, &da).is_ok());
+    ASSERT_TRUE(b.planner->choose(args, &db).is_ok());
+    feed_round(*a.planner, args, da, model_us(*a.planner, args, da), 3.0, 8);
+    feed_round(*b.planner, args, db, model_us(*b.planner, args, db), 3.0, 8);
+  }
+  EXPECT_EQ(a.planner->plan_table(), b.planner->plan_table());
+  EXPECT_EQ(a.planner->replans(), b.planner->replans());
+}
+
+}  // namespace
+}  // namespace tidegate
