@@ -47,7 +47,10 @@ export TIDEGATE_TCP_IFACE="$TGC_RANK_IFACE"
 # which would bypass the links), like Open MPI's TCP BTL set-up of mpirun_ns.sh.
 export UCX_TLS=tcp,self UCX_NET_DEVICES="$TGC_RANK_IFACE"
 echo "# emulated cluster: ${TGC_N} ranks, link rate ${TGC_RATE} per rank and direction"
-"${here}/mpirun_ns.sh" -x TIDEGATE_TCP_IFACE -x UCX_TLS -x UCX_NET_DEVICES -- "$info" --json > "$out/info.json"
-"${here}/mpirun_ns.sh" -x TIDEGATE_TCP_IFACE -x UCX_TLS -x UCX_NET_DEVICES -- "$bench" \
+# Every TIDEGATE_* variable of the caller reaches the ranks (e.g. TIDEGATE_REPLAN_INTERVAL).
+forward=(-x UCX_TLS -x UCX_NET_DEVICES)
+for var in $(compgen -e | grep '^TIDEGATE_' || true); do forward+=(-x "$var"); done
+"${here}/mpirun_ns.sh" "${forward[@]}" -- "$info" --json > "$out/info.json"
+"${here}/mpirun_ns.sh" "${forward[@]}" -- "$bench" \
   -C allreduce -d float -o sum -b 4K -e 64M -f 4 -n 7 -w 2 -c 1 -I 0 \
   --transport auto --compare-choices 1 --json "$out/bench.jsonl" "${bench_args[@]}" | tee "$out/bench.txt"

@@ -124,12 +124,19 @@ double native_us(const TransportFigures& link, const Terms& t, OpKind kind, doub
     return -1;
   }
   double frac = static_cast<double>(p - 1) / static_cast<double>(p);
+  double own = best_own_us(t, kind, n, p);
   if (link.native_alpha_us > 0 && link.native_bandwidth_GBps > 0) {
     double native_beta = 1.0 / (link.native_bandwidth_GBps * 1e3);
     double factor = kind == OpKind::kAllreduce ? 2 * frac : frac;
-    return link.native_alpha_us + n * native_beta * factor;
+    double fitted = link.native_alpha_us + n * native_beta * factor;
+    // Beyond the sizes it was measured at, a vendor collective may switch to another algorithm
+    // (Open MPI's tuned allreduce does, and ran 1.7x slower than its small-size fit at 16 MiB
+    // on the emulated 1 Gbit cluster): there it is trusted no further than our own best.
+    if (link.native_max_bytes > 0 && n > link.native_max_bytes && own >= 0) {
+      fitted = std::max(fitted, own + t.alpha);
+    }
+    return fitted;
   }
-  double own = best_own_us(t, kind, n, p);
   return own < 0 ? -1 : own + t.alpha;
 }
 

@@ -126,6 +126,7 @@ Status fold(int rank, const ProbeProfile& theirs, ProbeProfile* combined) {
     c.bandwidth_GBps = std::min(c.bandwidth_GBps, t.bandwidth_GBps);
     c.native_alpha_us = std::max(c.native_alpha_us, t.native_alpha_us);
     c.native_bandwidth_GBps = std::min(c.native_bandwidth_GBps, t.native_bandwidth_GBps);
+    c.native_max_bytes = std::min(c.native_max_bytes, t.native_max_bytes);
   }
   return Status::ok();
 }
@@ -151,7 +152,7 @@ Status combine(const ProbeInputs& inputs, const ProbeProfile& mine, std::string*
   }
   // Figures whose native part some rank could not measure are not offered at all.
   for (TransportFigures& t : combined.transports) {
-    if (t.native_bandwidth_GBps <= 0) t.native_alpha_us = t.native_bandwidth_GBps = 0;
+    if (t.native_bandwidth_GBps <= 0) t.native_alpha_us = t.native_bandwidth_GBps = t.native_max_bytes = 0;
   }
   *agreed = combined.to_text();
   const std::string& path = inputs.config->raw("TIDEGATE_PROBE_CACHE");

@@ -15,7 +15,7 @@
 
 namespace tidegate {
 
-inline constexpr int kProbeCacheVersion = 1;
+inline constexpr int kProbeCacheVersion = 2;
 
 enum class CacheLoad {
   kLoaded,     // *profile holds the cached figures (source "cache:<path>", probe_ms 0)

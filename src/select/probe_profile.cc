@@ -117,6 +117,7 @@ Status parse_transport(LineReader* reader, const std::string& name, TransportFig
   TG_RETURN_IF_ERROR(reader->expect_figure("bandwidth_GBps", &figures->bandwidth_GBps));
   TG_RETURN_IF_ERROR(reader->expect_figure("native_alpha_us", &figures->native_alpha_us));
   TG_RETURN_IF_ERROR(reader->expect_figure("native_bandwidth_GBps", &figures->native_bandwidth_GBps));
+  TG_RETURN_IF_ERROR(reader->expect_figure("native_max_bytes", &figures->native_max_bytes));
   return Status::ok();
 }
 
@@ -142,6 +143,7 @@ std::string ProbeProfile::to_text() const {
     out << "bandwidth_GBps " << format_double(t.bandwidth_GBps) << "\n";
     out << "native_alpha_us " << format_double(t.native_alpha_us) << "\n";
     out << "native_bandwidth_GBps " << format_double(t.native_bandwidth_GBps) << "\n";
+    out << "native_max_bytes " << format_double(t.native_max_bytes) << "\n";
   }
   return out.str();
 }
@@ -187,7 +189,8 @@ std::string ProbeProfile::to_json() const {
             ":{\"alpha_us\":" + json_number(t.alpha_us) +
             ",\"bandwidth_GBps\":" + json_number(t.bandwidth_GBps) +
             ",\"native_alpha_us\":" + json_number(t.native_alpha_us) +
-            ",\"native_bandwidth_GBps\":" + json_number(t.native_bandwidth_GBps) + "}";
+            ",\"native_bandwidth_GBps\":" + json_number(t.native_bandwidth_GBps) +
+            ",\"native_max_bytes\":" + json_number(t.native_max_bytes) + "}";
   }
   return json + "}}";
 }

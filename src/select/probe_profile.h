@@ -20,6 +20,9 @@ struct TransportFigures {
   // allreduce at a small and a large size, which the cost model fits like alpha/beta.
   double native_alpha_us = 0;
   double native_bandwidth_GBps = 0;
+  // Largest allreduce (bytes) the native figures were fitted on: a vendor collective may switch
+  // algorithm above it, so the model does not extrapolate them further (cost_model.cc).
+  double native_max_bytes = 0;
 };
 
 struct ProbeProfile {

@@ -103,6 +103,17 @@ TEST(CostModel, MeasuredNativeUsesItsOwnFigures) {
   EXPECT_NEAR(predict("native", OpKind::kReduceScatter, kMiB, 4, figures), 403.216, 1e-6);
 }
 
+// Above the largest size the native figures were fitted on, native is no better than our best
+// plus one latency (a vendor may switch algorithm there); below, the fit stands.
+TEST(CostModel, MeasuredNativeIsNotExtrapolatedBeyondItsLargestSize) {
+  TransportFigures figures = link();
+  figures.native_alpha_us = 10;
+  figures.native_bandwidth_GBps = 2;
+  figures.native_max_bytes = kMiB / 2;
+  EXPECT_NEAR(predict("native", OpKind::kAllreduce, kMiB / 4, 4, figures), 10 + 0.25 * kMiB * 5e-4 * 1.5, 1e-6);
+  EXPECT_NEAR(predict("native", OpKind::kAllreduce, kMiB, 4, figures), 1851.5072 + 50, 1e-6);
+}
+
 TEST(CostModel, UnmeasuredNativeIsOurBestPlusOneLatency) {
   // The best of our own at 1 MiB, P = 4, is Rabenseifner (1851.5072).
   EXPECT_NEAR(predict("native", OpKind::kAllreduce, kMiB, 4), 1851.5072 + 50, 1e-6);

@@ -27,6 +27,7 @@ ProbeProfile awkward_profile() {
   mpi.bandwidth_GBps = std::nextafter(1.25, 2.0);
   mpi.native_alpha_us = 31.000000000000004;
   mpi.native_bandwidth_GBps = std::numeric_limits<double>::max();
+  mpi.native_max_bytes = 3145728;
   p.transports = {tcp, mpi};
   return p;
 }
@@ -51,6 +52,7 @@ TEST(ProbeProfile, TextRoundTripsExactly) {
     EXPECT_TRUE(same_bits(a.bandwidth_GBps, b.bandwidth_GBps)) << a.transport;
     EXPECT_TRUE(same_bits(a.native_alpha_us, b.native_alpha_us)) << a.transport;
     EXPECT_TRUE(same_bits(a.native_bandwidth_GBps, b.native_bandwidth_GBps)) << a.transport;
+    EXPECT_TRUE(same_bits(a.native_max_bytes, b.native_max_bytes)) << a.transport;
   }
   EXPECT_NE(parsed.find("mpi"), nullptr);
   EXPECT_EQ(parsed.find("ucx"), nullptr);

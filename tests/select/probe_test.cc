@@ -252,7 +252,7 @@ TEST(Probe, CacheIsWrittenThenLoadedWithoutMeasuring) {
   const auto first = run_all(2, first_store.get(), [&](int r) { return &world.transport(r); }, use_cache);
   expect_identical(first);
   EXPECT_EQ(first[0].profile.source, "measured");
-  EXPECT_EQ(read_file(path), "tidegate-probe-cache 1\n" + first[0].profile.to_text());
+  EXPECT_EQ(read_file(path), "tidegate-probe-cache 2\n" + first[0].profile.to_text());
 
   // The second job must not measure: its transports fail on any use.
   std::vector<UntouchableTransport> untouchable(2);
@@ -284,7 +284,7 @@ TEST(Probe, CacheForOtherRanksOrTransportsIsMeasuredAgain) {
     expect_identical(results);
     EXPECT_EQ(results[0].profile.source, "measured") << i;
     EXPECT_GT(results[0].profile.probe_ms, 0) << i;
-    EXPECT_EQ(read_file(path), "tidegate-probe-cache 1\n" + results[0].profile.to_text()) << i;
+    EXPECT_EQ(read_file(path), "tidegate-probe-cache 2\n" + results[0].profile.to_text()) << i;
   }
   std::remove(path.c_str());
 }
@@ -293,7 +293,7 @@ TEST(Probe, MalformedCacheIsMeasuredAgainWithAWarning) {
   const std::string path = temp_path("malformed");
   {
     std::ofstream out(path);
-    out << "tidegate-probe-cache 1\nsize 2\nsource measured\nprobe_ms banana\n";
+    out << "tidegate-probe-cache 2\nsize 2\nsource measured\nprobe_ms banana\n";
   }
   auto use_cache = [&](Config* c) { ASSERT_TRUE(c->set("TIDEGATE_PROBE_CACHE", path).is_ok()); };
   TcpWorld world(2);
@@ -306,7 +306,7 @@ TEST(Probe, MalformedCacheIsMeasuredAgainWithAWarning) {
   EXPECT_EQ(results[0].profile.source, "measured");
   EXPECT_NE(log.find("ignoring the cache file " + path), std::string::npos) << log;
   EXPECT_NE(log.find("probe_ms"), std::string::npos) << "the warning should say what is wrong: " << log;
-  EXPECT_EQ(read_file(path), "tidegate-probe-cache 1\n" + results[0].profile.to_text());
+  EXPECT_EQ(read_file(path), "tidegate-probe-cache 2\n" + results[0].profile.to_text());
   std::remove(path.c_str());
 }
 

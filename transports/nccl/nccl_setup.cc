@@ -1,6 +1,9 @@
 // NCCL transport: creation (device, unique ids, non-blocking communicators, streams, slots),
 // capabilities and the mapping of tidegate's types onto NCCL's.
+#include <unistd.h>
+
 #include <cstdlib>
+#include <map>
 #include <string>
 #include <thread>
 
@@ -126,12 +129,41 @@ bool from_hex(const std::string& text, void* out, size_t bytes) {
   return true;
 }
 
+
+// Every rank publishes whether it can run NCCL (and on which host and device) and reads every
+// answer, so that all ranks go on together or all refuse with the same reason: a rank without
+// a GPU must not leave the others waiting for it in ncclCommInitRankConfig, and NCCL refuses
+// two ranks on one device (e.g. several ranks of one process on a one-GPU machine).
+Status agree_on_usability(const TransportContext& context, const Status& local, int device) {
+  char host[256] = {0};
+  ::gethostname(host, sizeof host - 1);
+  const std::string mine = local.is_ok() ? "yes " + std::string(host) + " " + std::to_string(device)
+                                         : "no " + local.message();
+  TG_RETURN_IF_ERROR(context.store->set("usable/" + std::to_string(context.rank), mine));
+  std::map<std::string, int> owner;  // "host device" -> first rank on it
+  for (int r = 0; r < context.size; ++r) {
+    std::string answer;
+    TG_RETURN_IF_ERROR(context.store->get("usable/" + std::to_string(r), context.deadline, &answer));
+    if (answer.rfind("no ", 0) == 0) {
+      return unsupported("the nccl transport is unavailable: " + answer.substr(3));
+    }
+    const std::string where = answer.substr(4);
+    auto [it, fresh] = owner.emplace(where, r);
+    if (!fresh) {
+      return unsupported("the nccl transport is unavailable: ranks " + std::to_string(it->second) +
+                         " and " + std::to_string(r) + " would share one GPU (host and device '" +
+                         where + "'); NCCL needs one GPU per rank");
+    }
+  }
+  return Status::ok();
+}
+
 }  // namespace
 
 Status NcclTransport::create(const TransportContext& context, std::unique_ptr<Transport>* out) {
   TG_CHECK_ARG(context.store != nullptr, "the nccl transport needs the bootstrap store");
   int device = 0;
-  TG_RETURN_IF_ERROR(choose_device(context, &device));
+  TG_RETURN_IF_ERROR(agree_on_usability(context, choose_device(context, &device), device));
   std::unique_ptr<NcclTransport> transport(new NcclTransport(context, device));
   {
     std::lock_guard<std::mutex> lock(transport->mutex_);
