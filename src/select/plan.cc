@@ -177,6 +177,14 @@ int64_t representative_bytes(int64_t lo, int64_t hi) {
   return std::clamp(bytes, lo, hi);
 }
 
+// Predictions closer than the probe can measure (its bandwidth figures of equal links differ by
+// a few percent from run to run) are ties, settled by the table order: the first transport
+// (tcp, tidegate's own) and the simpler algorithm. Prices are compared in steps of 5%.
+double tie_bucket(double us) {
+  constexpr double kTieStep = 1.05;
+  return us > 0 ? std::floor(std::log(us) / std::log(kTieStep)) : 0.0;
+}
+
 // Ranks the candidates `r` keeps. Key: (not the size rule's pick, no price, price, table
 // order); the table order makes ties, and so the plan, identical on every rank.
 std::vector<PlanChoice> rank(const PlanInputs& in, const Config& config, const Cell& cell,
@@ -197,7 +205,7 @@ std::vector<PlanChoice> rank(const PlanInputs& in, const Config& config, const C
     if (!r.matches(c)) continue;
     double us = cost_of(in, c, cell.kind, cost_bytes);
     bool pick = c.transport == pick_transport && c.algorithm == pick_algorithm;
-    Key key{!pick, us < 0, us < 0 ? 0.0 : us, i};
+    Key key{!pick, us < 0, us < 0 ? 0.0 : tie_bucket(us), i};
     scored.push_back({key, PlanChoice{c.transport, c.algorithm, us < 0 ? 0.0 : us}});
   }
   std::sort(scored.begin(), scored.end(),

@@ -7,9 +7,9 @@
 //    the statistics, posted in order like any op), so every rank holds the same numbers;
 //  - per entry, a choice's corrected cost is its prediction times its measured ratio. When a
 //    measured choice is cheaper than the current one (by 5%), it takes over. When the current
-//    choice's prediction is off by more than TIDEGATE_REPLAN_MARGIN and a ranked alternative
-//    has never run, that alternative is tried for the next interval (the model is wrong here,
-//    so its ranking is not evidence); it is then kept only if it measured cheaper.
+//    choice is slower than predicted by more than TIDEGATE_REPLAN_MARGIN and a ranked
+//    alternative has never run, that alternative is tried for the next interval (the model is
+//    wrong here, so its ranking is not evidence); it is kept only if it measured cheaper.
 // A single correction per (transport, algorithm) would not do: a model error measured at one
 // size says little about another, and an untried alternative would look better than a choice
 // whose error is known. Every decision uses agreed numbers only, so every rank re-plans alike.

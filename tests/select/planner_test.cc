@@ -143,22 +143,14 @@ TEST(Planner, AccurateModelKeepsThePlan) {
   EXPECT_EQ(w.planner->replans(), 0);
 }
 
-// At 1 MiB on this link Rabenseifner and the ring are predicted within 2% of each other: even
-// an accurate model cannot settle that, so the runner-up is measured too.
-TEST(Planner, NearTieIsSettledByMeasuring) {
+// At 1 MiB on this link Rabenseifner and the ring are predicted within 2% of each other; an
+// accurate model is not second-guessed (trials cost real time).
+TEST(Planner, AccurateNearTieIsNotExplored) {
   World w(false);
   const CollectiveArgs a = allreduce(262144);
   PlanDecision first;
   ASSERT_TRUE(w.planner->choose(a, &first).is_ok());
-  ASSERT_TRUE(feed_round(*w.planner, a, first, model_us(*w.planner, a, first), 1.0, 10));
-  PlanDecision trial;
-  ASSERT_TRUE(w.planner->choose(a, &trial).is_ok());
-  EXPECT_NE(trial.choice_index, first.choice_index);
-  // The trial measured half its prediction: it stays.
-  feed_round(*w.planner, a, trial, model_us(*w.planner, a, trial), 0.5, 10);
-  PlanDecision now;
-  ASSERT_TRUE(w.planner->choose(a, &now).is_ok());
-  EXPECT_EQ(now.choice_index, trial.choice_index);
+  EXPECT_FALSE(feed_round(*w.planner, a, first, model_us(*w.planner, a, first), 1.0, 10));
 }
 
 TEST(Planner, OffModelExploresThenKeepsWhatMeasuredCheaper) {

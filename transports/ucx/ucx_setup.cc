@@ -70,7 +70,7 @@ Status UcxTransport::create(const TransportContext& context, std::unique_ptr<Tra
 UcxTransport::UcxTransport(const TransportContext& context)
     : rank_(context.rank), size_(context.size), who_("rank " + std::to_string(context.rank)) {}
 
-Status UcxTransport::init(const TransportContext& context) {
+Status UcxTransport::init_local(std::string* published) {
   ucp_config_t* config = nullptr;
   ucs_status_t s = ucp_config_read(nullptr, nullptr, &config);
   if (s != UCS_OK) return ucx_error(who_ + ": ucp_config_read", s);
@@ -95,9 +95,20 @@ Status UcxTransport::init(const TransportContext& context) {
   size_t address_bytes = 0;
   s = ucp_worker_get_address(worker_, &address, &address_bytes);
   if (s != UCS_OK) return ucx_error(who_ + ": ucp_worker_get_address", s);
-  const std::string published = to_hex(address, address_bytes);
+  *published = to_hex(address, address_bytes);
   ucp_worker_release_address(worker_, address);
-  TG_RETURN_IF_ERROR(context.store->set("ucx/" + std::to_string(rank_), published));
+  return Status::ok();
+}
+
+Status UcxTransport::init(const TransportContext& context) {
+  // A rank that cannot start UCX says so under its address key, so that its peers fail at once
+  // with its reason instead of waiting for an address until the creation deadline (under
+  // TIDEGATE_TRANSPORT=auto every rank then leaves ucx out alike).
+  std::string published;
+  Status local = init_local(&published);
+  TG_RETURN_IF_ERROR(context.store->set("ucx/" + std::to_string(rank_),
+                                        local.is_ok() ? published : "no " + local.message()));
+  TG_RETURN_IF_ERROR(local);
 
   eps_.assign(static_cast<size_t>(size_), nullptr);
   ep_args_.resize(static_cast<size_t>(size_));
@@ -106,6 +117,10 @@ Status UcxTransport::init(const TransportContext& context) {
     if (peer == rank_) continue;
     std::string text;
     TG_RETURN_IF_ERROR(context.store->get("ucx/" + std::to_string(peer), context.deadline, &text));
+    if (text.rfind("no ", 0) == 0) {
+      return unsupported("the ucx transport is unavailable: rank " + std::to_string(peer) +
+                         " cannot start it: " + text.substr(3));
+    }
     std::vector<unsigned char> remote;
     if (!from_hex(text, &remote) || remote.empty()) {
       return protocol_error(who_ + ": rank " + std::to_string(peer) + " published a malformed UCX address");
@@ -118,7 +133,7 @@ Status UcxTransport::init(const TransportContext& context) {
     ep.err_mode = UCP_ERR_HANDLING_MODE_PEER;  // errors reach on_ep_error instead of aborting
     ep.err_handler.cb = &UcxTransport::on_ep_error;
     ep.err_handler.arg = &ep_args_[static_cast<size_t>(peer)];
-    s = ucp_ep_create(worker_, &ep, &eps_[static_cast<size_t>(peer)]);
+    const ucs_status_t s = ucp_ep_create(worker_, &ep, &eps_[static_cast<size_t>(peer)]);
     if (s != UCS_OK) {
       return unsupported(who_ + ": cannot create a UCX endpoint to rank " + std::to_string(peer) +
                          ": " + ucs_status_string(s));

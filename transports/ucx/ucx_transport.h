@@ -127,6 +127,8 @@ class UcxTransport final : public Transport {
 
   // ---- ucx_transport.cc: set-up, posting and completions
   Status init(const TransportContext& context);
+  // Context, worker, event fd and this rank's address (hex), before anything is published.
+  Status init_local(std::string* published);
   // Reads the context's memory types into cuda_memory_.
   Status query_memory_types();
   Status check_usable(int peer, uint32_t channel) const;
