@@ -148,6 +148,16 @@ Status measure_ring_step(ProbeWire* wire, double* step_us) {
   return Status::ok();
 }
 
+// alpha is what a collective pays per step: the larger of the idle one-way latency and the
+// busy ring step.
+Status measure_step_latency(ProbeWire* wire, double* alpha_us) {
+  double one_way_us = 0, step_us = 0;
+  TG_RETURN_IF_ERROR(measure_latency(wire, &one_way_us));
+  TG_RETURN_IF_ERROR(measure_ring_step(wire, &step_us));
+  *alpha_us = std::max(one_way_us, step_us);
+  return Status::ok();
+}
+
 struct RingSize {
   size_t bytes = 0;
   std::vector<double> ms;
@@ -276,18 +286,19 @@ Status measure_transport(ProbeWire* wire, Clock::time_point probe_start, double 
     return Status::ok();
   }
   const double begin_ms = ms_since(probe_start);
-  TG_RETURN_IF_ERROR(measure_latency(wire, &figures->alpha_us));
-  // alpha is what a collective pays per step: the larger of the idle one-way latency and
-  // the busy ring step (identical on every rank: both are agreed maxima or medians of them).
-  double step_us = 0;
-  TG_RETURN_IF_ERROR(measure_ring_step(wire, &step_us));
-  figures->alpha_us = std::max(figures->alpha_us, step_us);
+  TG_RETURN_IF_ERROR(measure_step_latency(wire, &figures->alpha_us));
   const bool native = offers_native_allreduce(*wire->transport());
   // The ring leaves part of what remains to the native measurement when there is one.
   const double ring_until_ms =
       native ? begin_ms + (until_ms - begin_ms) * kRingBudgetShareWithNative : until_ms;
   TG_RETURN_IF_ERROR(measure_bandwidth(wire, probe_start, ring_until_ms, &figures->bandwidth_GBps));
   if (native) TG_RETURN_IF_ERROR(measure_native(wire, figures));
+  // Once more at the end, keeping the lower: a transient stall (another process scheduled, a
+  // peer still finishing its start-up) inflates one measurement, rarely two far apart, and
+  // an inflated alpha would hand every small collective to another transport.
+  double again_us = 0;
+  TG_RETURN_IF_ERROR(measure_step_latency(wire, &again_us));
+  figures->alpha_us = std::min(figures->alpha_us, again_us);
   return Status::ok();
 }
 

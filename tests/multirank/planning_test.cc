@@ -11,7 +11,10 @@
 #include <thread>
 #include <vector>
 
+#include <unistd.h>
+
 #include "core/c_api_internal.h"
+#include "select/probe_cache.h"
 #include "thread_world.h"
 
 namespace tidegate::testing {
@@ -49,12 +52,27 @@ TEST(Planning, EveryRankHoldsTheSameProbeAndPlan) {
   }
 }
 
-// Re-planning every 3 ops with a 1% margin explores and switches constantly; every op must
-// still be right and identical on every rank, and the ranks must end on the same plan.
+// Re-planning every 3 ops, from a cached profile that promises an absurdly fast link (so every
+// measurement is far slower than predicted and the planner keeps exploring and switching):
+// every op must still be right and identical on every rank, and the ranks must end on the same
+// plan.
 TEST(Planning, OnlineReplanningKeepsRanksInStep) {
-  ScopedEnv env({{"TIDEGATE_PROBE_BUDGET_MS", "200"},
-                 {"TIDEGATE_REPLAN_INTERVAL", "3"},
-                 {"TIDEGATE_REPLAN_MARGIN", "0.01"}});
+  char dir[] = "/tmp/tidegate-planning-XXXXXX";
+  ASSERT_NE(::mkdtemp(dir), nullptr);
+  const std::string cache = std::string(dir) + "/profile";
+  ProbeProfile optimistic;
+  optimistic.size = 3;
+  optimistic.reduce_GBps = 1000;
+  optimistic.source = "measured";
+  TransportFigures tcp;
+  tcp.transport = "tcp";
+  tcp.alpha_us = 0.01;
+  tcp.bandwidth_GBps = 1000;
+  optimistic.transports.push_back(tcp);
+  ASSERT_TRUE(save_probe_cache(cache, optimistic).is_ok());
+  ScopedEnv env({{"TIDEGATE_TRANSPORT", "tcp"},
+                 {"TIDEGATE_PROBE_CACHE", cache},
+                 {"TIDEGATE_REPLAN_INTERVAL", "3"}});
   ThreadWorld world(3);
   const int64_t counts[] = {7, 1000, 5000, 70000};
   std::vector<std::vector<uint64_t>> hashes(3);
@@ -78,10 +96,13 @@ TEST(Planning, OnlineReplanningKeepsRanksInStep) {
   EXPECT_EQ(hashes[0], hashes[1]);
   EXPECT_EQ(hashes[0], hashes[2]);
   EXPECT_GT(impl(world.comm(0)).planner().replans(), 0) << impl(world.comm(0)).planner().plan_table();
+  EXPECT_EQ(impl(world.comm(0)).probe_profile().source, "cache:" + cache);
   for (int r = 1; r < 3; ++r) {
     EXPECT_EQ(impl(world.comm(r)).planner().plan_table(), impl(world.comm(0)).planner().plan_table());
     EXPECT_EQ(impl(world.comm(r)).planner().replans(), impl(world.comm(0)).planner().replans());
   }
+  ::unlink(cache.c_str());
+  ::rmdir(dir);
 }
 
 TEST(Planning, TuneAndForcedTransportReachThePlan) {
