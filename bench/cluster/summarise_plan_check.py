@@ -37,6 +37,16 @@ def main():
         out.append(f"| {name} | {fig['alpha_us']:.1f} | {fig['bandwidth_GBps']:.4f} | {versus} |")
         if rate and abs(fig["bandwidth_GBps"] / rate - 1) > 0.15:
             failures.append(f"{name} probe bandwidth {fig['bandwidth_GBps']:.4f} GB/s is not within 15% of {rate:.4f}")
+    out += ["", "Plan for allreduce on host memory (tidegate-info's table; `--json` has every collective):", "",
+            "| sizes (B) | choice | predicted (us) | runner-up |", "|---|---|---|---|"]
+    for entry in info["plan"]:
+        if entry["collective"] != "allreduce" or entry["memory"] != "host":
+            continue
+        top = f"{entry['max_bytes']}" if entry["max_bytes"] is not None else "inf"
+        runner = entry["ranked"][1] if len(entry["ranked"]) > 1 else None
+        runner_text = f"{runner['transport']}/{runner['algorithm']}" if runner else "-"
+        out.append(f"| {entry['min_bytes']}..{top} | {entry['transport']}/{entry['algorithm']} | "
+                   f"{entry['predicted_us']:.0f} | {runner_text} |")
     if info["probe_ms"] >= 1000:
         failures.append(f"probe took {info['probe_ms']:.0f} ms (goal: under 1000)")
     # auto/fastest compares two timed loops of the same run; when auto picked the fastest choice
