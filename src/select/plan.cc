@@ -179,12 +179,9 @@ int64_t representative_bytes(int64_t lo, int64_t hi) {
 
 // Predictions closer than the probe can measure (its bandwidth figures of equal links differ by
 // a few percent from run to run) are ties, settled by the table order: the first transport
-// (tcp, tidegate's own) and the simpler algorithm. Prices are compared in steps of 5%.
-double tie_bucket(double us) {
-  constexpr double kTieStep = 1.05;
-  return us > 0 ? std::floor(std::log(us) / std::log(kTieStep)) : 0.0;
-}
-
+// (tcp, tidegate's own) and the simpler algorithm. Each pick is the first in table order among
+// the candidates left whose price is within 5% of the cheapest left.
+constexpr double kTieTolerance = 1.05;
 // Ranks the candidates `r` keeps. Key: (not the size rule's pick, no price, price, table
 // order); the table order makes ties, and so the plan, identical on every rank.
 std::vector<PlanChoice> rank(const PlanInputs& in, const Config& config, const Cell& cell,
@@ -205,13 +202,27 @@ std::vector<PlanChoice> rank(const PlanInputs& in, const Config& config, const C
     if (!r.matches(c)) continue;
     double us = cost_of(in, c, cell.kind, cost_bytes);
     bool pick = c.transport == pick_transport && c.algorithm == pick_algorithm;
-    Key key{!pick, us < 0, us < 0 ? 0.0 : tie_bucket(us), i};
+    Key key{!pick, us < 0, us < 0 ? 0.0 : us, i};
     scored.push_back({key, PlanChoice{c.transport, c.algorithm, us < 0 ? 0.0 : us}});
   }
   std::sort(scored.begin(), scored.end(),
             [](const auto& a, const auto& b) { return a.first < b.first; });
   std::vector<PlanChoice> ranked;
-  for (size_t i = 0; i < scored.size() && i < kRankedKeep; ++i) ranked.push_back(scored[i].second);
+  std::vector<bool> taken(scored.size(), false);
+  while (ranked.size() < kRankedKeep && ranked.size() < scored.size()) {
+    size_t cheapest = 0;
+    while (taken[cheapest]) ++cheapest;  // sorted: the first left is the cheapest left
+    size_t pick = cheapest;
+    const Key& best = scored[cheapest].first;
+    for (size_t j = cheapest + 1; j < scored.size(); ++j) {
+      const Key& k = scored[j].first;
+      const bool same_group = std::get<0>(k) == std::get<0>(best) && std::get<1>(k) == std::get<1>(best);
+      if (taken[j] || !same_group || std::get<2>(k) > std::get<2>(best) * kTieTolerance) continue;
+      if (std::get<3>(k) < std::get<3>(scored[pick].first)) pick = j;
+    }
+    taken[pick] = true;
+    ranked.push_back(scored[pick].second);
+  }
   return ranked;
 }
 
