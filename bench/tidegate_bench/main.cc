@@ -85,14 +85,10 @@ Status global_wrong(const Session& s, const BenchCase& c, int64_t* wrong) {
   return Status::ok();
 }
 
-Status time_tidegate(const BenchOptions& o, const Session& s, BenchCase& c, bool in_place,
-                     Measurement* m) {
-  TimedLoop loop;
+// Times `loop` (after tidegate barriers), checks the result when asked, and fills *m.
+Status time_checked(const BenchOptions& o, const Session& s, BenchCase& c, TimedLoop loop,
+                    Measurement* m) {
   loop.barrier = [&] { return from_tidegate(tidegate_barrier(s.comm), "tidegate_barrier"); };
-  if (in_place) loop.prepare = [&] { c.prepare_in_place(); };
-  loop.operation = [&] {
-    return from_tidegate(c.run(s.comm, in_place), traits(c.collective()).name);
-  };
   std::vector<double> seconds;
   TG_RETURN_IF_ERROR(run_timed(loop, o.warmup, o.iters, &seconds));
   double median = 0;
@@ -103,19 +99,22 @@ Status time_tidegate(const BenchOptions& o, const Session& s, BenchCase& c, bool
   return Status::ok();
 }
 
+Status time_tidegate(const BenchOptions& o, const Session& s, BenchCase& c, bool in_place,
+                     Measurement* m) {
+  TimedLoop loop;
+  if (in_place) loop.prepare = [&] { c.prepare_in_place(); };
+  loop.operation = [&] {
+    return from_tidegate(c.run(s.comm, in_place), traits(c.collective()).name);
+  };
+  return time_checked(o, s, c, std::move(loop), m);
+}
+
+// The same case forced onto one transport/algorithm (--compare-choices).
 Status time_choice(const BenchOptions& o, const Session& s, BenchCase& c, const std::string& choice,
                    Measurement* m) {
   TimedLoop loop;
-  loop.barrier = [&] { return from_tidegate(tidegate_barrier(s.comm), "tidegate_barrier"); };
   loop.operation = [&] { return from_tidegate(run_choice(s.comm, c, choice), choice.c_str()); };
-  std::vector<double> seconds;
-  TG_RETURN_IF_ERROR(run_timed(loop, o.warmup, o.iters, &seconds));
-  double median = 0;
-  TG_RETURN_IF_ERROR(slowest_rank_median(s.comm, seconds, &median));
-  int64_t wrong = -1;
-  if (o.check) TG_RETURN_IF_ERROR(global_wrong(s, c, &wrong));
-  *m = measure(c.bytes(), median, busbw_factor(c.collective(), s.size), wrong);
-  return Status::ok();
+  return time_checked(o, s, c, std::move(loop), m);
 }
 
 Status time_mpi(const BenchOptions& o, const Session& s, BenchCase& c, Measurement* m) {

@@ -9,51 +9,16 @@
 #include <map>
 #include <vector>
 
-#include "bootstrap/store.h"
-#include "transports/mpi/mpi_transport.h"
+#include "mpi_test_world.h"
 
 namespace tidegate::mpi {
 namespace {
 
-// Every rank answers "usable" for the others (the full-stack tests exercise the real store).
-class LocalStore final : public Store {
- public:
-  Status set(const std::string& key, const std::string& value) override {
-    values_[key] = value;
-    return Status::ok();
-  }
-  Status get(const std::string& key, Deadline, std::string* value) override {
-    auto it = values_.find(key);
-    *value = it == values_.end() ? "yes" : it->second;
-    return Status::ok();
-  }
-
- private:
-  std::map<std::string, std::string> values_;
-};
-
-struct World {
-  int rank = 0;
-  int size = 1;
-  LocalStore store;
-  Config config;
-  std::unique_ptr<Transport> transport;
-
-  explicit World(int64_t native_max_elements = kMaxNativeElements) {
-    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    MPI_Comm_size(MPI_COMM_WORLD, &size);
-    TransportContext context;
-    context.rank = rank;
-    context.size = size;
-    context.config = &config;
-    context.store = &store;
-    context.deadline = Deadline::after_ms(10000);
-    MpiTransportOptions options;
-    options.native_max_elements = native_max_elements;
-    Status st = MpiTransport::create(context, options, &transport);
-    EXPECT_TRUE(st.is_ok()) << st.to_string();
-  }
-};
+MpiTransportOptions with_native_limit(int64_t native_max_elements) {
+  MpiTransportOptions options;
+  options.native_max_elements = native_max_elements;
+  return options;
+}
 
 WireHeader header_for(OpKind kind, int64_t count, tidegate_dtype_t dtype, uint64_t seq = 0) {
   WireHeader h;
@@ -93,6 +58,7 @@ NativeCollectiveArgs args_for(NativeCollective kind, const void* in, void* out, 
 
 TEST(MpiNative, CapabilitiesTellTheTruth) {
   World w;
+  ASSERT_NE(w.transport, nullptr);
   const TransportCapabilities caps = w.transport->capabilities();
   EXPECT_TRUE(caps.native_allreduce && caps.native_allgather && caps.native_reduce_scatter);
   EXPECT_TRUE(w.transport->supports_native(NativeCollective::kAllreduce, TIDEGATE_UINT8, TIDEGATE_AVG, TIDEGATE_MEMORY_HOST));
@@ -111,7 +77,8 @@ TEST(MpiNative, CapabilitiesTellTheTruth) {
 
 // 23 elements with at most 5 per MPI call: five Iallreduce calls, in place, and AVG divided once.
 TEST(MpiNative, AllreduceIsSplitIntoCalls) {
-  World w(/*native_max_elements=*/5);
+  World w(with_native_limit(/*native_max_elements=*/5));
+  ASSERT_NE(w.transport, nullptr);
   std::vector<int32_t> data(23);
   for (size_t i = 0; i < data.size(); ++i) data[i] = static_cast<int32_t>(i) * w.size + w.rank;
   Status st = run_native(*w.transport, header_for(OpKind::kAllreduce, 23, TIDEGATE_INT32),
@@ -126,7 +93,8 @@ TEST(MpiNative, AllreduceIsSplitIntoCalls) {
 
 // 12 and 13 elements per rank with at most 5 per call: contiguous block types of 3 and 13.
 TEST(MpiNative, AllgatherAboveTheLimitUsesABlockType) {
-  World w(/*native_max_elements=*/5);
+  World w(with_native_limit(/*native_max_elements=*/5));
+  ASSERT_NE(w.transport, nullptr);
   uint64_t seq = 0;
   for (int64_t count : {int64_t{12}, int64_t{13}}) {
     for (bool in_place : {false, true}) {
@@ -149,7 +117,8 @@ TEST(MpiNative, AllgatherAboveTheLimitUsesABlockType) {
 
 // Blocks within the limit work (in place too); above it the refusal is immediate and clear.
 TEST(MpiNative, ReduceScatterAboveTheLimitIsUnsupported) {
-  World w(/*native_max_elements=*/5);
+  World w(with_native_limit(/*native_max_elements=*/5));
+  ASSERT_NE(w.transport, nullptr);
   for (bool in_place : {false, true}) {
     std::vector<float> in(static_cast<size_t>(4 * w.size));
     for (size_t i = 0; i < in.size(); ++i) in[i] = static_cast<float>(i + static_cast<size_t>(w.rank));
@@ -173,6 +142,7 @@ TEST(MpiNative, ReduceScatterAboveTheLimitIsUnsupported) {
 // communicator stays in step (the next op works).
 TEST(MpiNative, HeaderMismatchFailsEveryRankAlike) {
   World w;
+  ASSERT_NE(w.transport, nullptr);
   if (w.size < 2) GTEST_SKIP() << "needs two ranks";
   const tidegate_dtype_t dtype = w.rank == 1 ? TIDEGATE_INT32 : TIDEGATE_FLOAT32;
   std::vector<float> data(8, 1.0f);
@@ -193,6 +163,7 @@ TEST(MpiNative, HeaderMismatchFailsEveryRankAlike) {
 // Last test: rank 0's header exchange can never complete and is left to MPI.
 TEST(MpiNative, AbortFailsAPendingOp) {
   World w;
+  ASSERT_NE(w.transport, nullptr);
   if (w.size < 2) GTEST_SKIP() << "needs two ranks";
   if (w.rank == 0) {
     std::vector<float> data(8, 1.0f);

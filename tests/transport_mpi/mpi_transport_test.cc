@@ -9,51 +9,15 @@
 #include <numeric>
 #include <vector>
 
-#include "bootstrap/store.h"
-#include "transports/mpi/mpi_transport.h"
+#include "mpi_test_world.h"
 
 namespace tidegate::mpi {
 namespace {
 
-// The usability agreement needs a store shared by the ranks; here each rank's own answer is
-// kept and every other rank is taken as usable (the full-stack tests exercise the real store).
-class LocalStore final : public Store {
- public:
-  Status set(const std::string& key, const std::string& value) override {
-    values_[key] = value;
-    return Status::ok();
-  }
-  Status get(const std::string& key, Deadline, std::string* value) override {
-    auto it = values_.find(key);
-    *value = it == values_.end() ? "yes" : it->second;
-    return Status::ok();
-  }
-
- private:
-  std::map<std::string, std::string> values_;
-};
-
-struct World {
-  int rank = 0;
-  int size = 1;
-  LocalStore store;
-  Config config;
-  std::unique_ptr<Transport> transport;
-};
-
-void make_world(World* w, size_t chunk_bytes = kDefaultChunkBytes) {
-  MPI_Comm_rank(MPI_COMM_WORLD, &w->rank);
-  MPI_Comm_size(MPI_COMM_WORLD, &w->size);
-  TransportContext context;
-  context.rank = w->rank;
-  context.size = w->size;
-  context.config = &w->config;
-  context.store = &w->store;
-  context.deadline = Deadline::after_ms(10000);
+MpiTransportOptions with_chunk(size_t chunk_bytes) {
   MpiTransportOptions options;
   options.chunk_bytes = chunk_bytes;
-  Status st = MpiTransport::create(context, options, &w->transport);
-  ASSERT_TRUE(st.is_ok()) << st.to_string();
+  return options;
 }
 
 WireHeader header_for(int sender, uint32_t chunk, size_t bytes) {
@@ -93,7 +57,7 @@ Status wait_all(Transport& t, std::vector<Transport::Handle> handles) {
 // channel by channel: each channel must deliver its own messages in posting order.
 TEST(MpiTransport, FifoPerChannel) {
   World w;
-  make_world(&w);
+  ASSERT_NE(w.transport, nullptr);
   constexpr int kPerChannel = 8;
   constexpr uint32_t kChannels = 3;
   std::vector<std::vector<int>> data(kChannels * kPerChannel, std::vector<int>(100));
@@ -133,8 +97,8 @@ TEST(MpiTransport, FifoPerChannel) {
 // A payload far larger than the (artificially tiny) chunk limit arrives intact, as
 // 1 header + ceil(bytes / chunk) MPI messages, including a short last chunk and empty payloads.
 TEST(MpiTransport, ChunksLargePayloads) {
-  World w;
-  make_world(&w, /*chunk_bytes=*/4096);
+  World w(with_chunk(/*chunk_bytes=*/4096));
+  ASSERT_NE(w.transport, nullptr);
   const size_t bytes = (size_t{1} << 20) + 13;
   std::vector<unsigned char> buf(bytes);
   std::vector<Transport::Handle> handles(2);
@@ -165,7 +129,7 @@ TEST(MpiTransport, ChunksLargePayloads) {
 // ranks and the field, and rank 0 learns of it through rank 1's abort message.
 TEST(MpiTransport, HeaderMismatchNamesRanksAndField) {
   World w;
-  make_world(&w);
+  ASSERT_NE(w.transport, nullptr);
   std::vector<float> buf(16);
   if (w.rank == 0) {
     Transport::Handle h = 0;
@@ -196,7 +160,7 @@ TEST(MpiTransport, HeaderMismatchNamesRanksAndField) {
 // peer's pending receive with its code and message.
 TEST(MpiTransport, AbortReachesPeers) {
   World w;
-  make_world(&w);
+  ASSERT_NE(w.transport, nullptr);
   const int aborter = w.size - 1;
   std::vector<char> buf(32);
   if (w.rank == aborter) {
