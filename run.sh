@@ -64,7 +64,7 @@ export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 
 cmd_demo() {
   cmd_build
-  log "4 local ranks, 1 KiB to 64 MiB float32 sum: tidegate (TCP transport) vs MPI_Allreduce (Open MPI, TCP BTL)"
+  log "4 local ranks, 1 KiB to 64 MiB float32 sum: tidegate (transport auto: the measured plan picks tcp, mpi or ucx per size) vs MPI_Allreduce (Open MPI, TCP BTL)"
   mpirun -np 4 --oversubscribe --bind-to none --mca btl self,tcp --mca btl_tcp_if_include lo \
     --mca pml ob1 "$BUILD_DIR/bench/tidegate_bench/tidegate-bench" -b 1K -e 64M -f 4 -n 10 -w 3 -c 1 --baseline mpi "$@"
 }
