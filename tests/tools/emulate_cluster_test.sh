@@ -44,7 +44,10 @@ set -e
 [[ $(leftovers) -eq 0 ]] || fail "namespaces left after a failing command"
 
 # 3. emulate.sh killed outright: the next run removes what it left, including its processes.
-"$emulate" --prefix "$prefix" -n 2 -- sleep 300 &
+# A duration no other process on this shared machine is sleeping for, so that the check below
+# sees only this run's command.
+marker="300.$$"
+"$emulate" --prefix "$prefix" -n 2 -- sleep "$marker" &
 victim=$!
 for _ in $(seq 100); do [[ $(leftovers) -ge 3 ]] && break; sleep 0.05; done
 kill -KILL "$victim"
@@ -52,5 +55,5 @@ wait "$victim" 2>/dev/null || true
 [[ $(leftovers) -ge 3 ]] || fail "setup of the killed run not seen"
 "$emulate" --prefix "$prefix" -n 2 -- true
 [[ $(leftovers) -eq 0 ]] || fail "stale namespaces not cleaned"
-if pgrep -f "^sleep 300$" > /dev/null; then fail "the killed run's command survived"; fi
+if pgrep -f "^sleep ${marker}$" > /dev/null; then fail "the killed run's command survived"; fi
 echo PASS
