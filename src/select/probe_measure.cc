@@ -285,7 +285,13 @@ Status measure_transport(ProbeWire* wire, Clock::time_point probe_start, double 
     figures->bandwidth_GBps = kSelfBandwidthGBps;
     return Status::ok();
   }
-  const double begin_ms = ms_since(probe_start);
+  // Every decision below must be the same on every rank, so the start of this transport's
+  // turn is agreed too (a rank-local clock reading once let the ranks choose different ring
+  // sizes, which the header check caught as a count mismatch).
+  wire->next_phase();
+  std::vector<double> begin = {ms_since(probe_start)};
+  TG_RETURN_IF_ERROR(wire->ring_max(&begin));
+  const double begin_ms = begin[0];
   TG_RETURN_IF_ERROR(measure_step_latency(wire, &figures->alpha_us));
   const bool native = offers_native_allreduce(*wire->transport());
   // The ring leaves part of what remains to the native measurement when there is one.
