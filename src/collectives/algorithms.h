@@ -45,6 +45,10 @@ Status make_broadcast_binomial(const TaskContext& context, const CollectiveArgs&
 // barrier/
 Status make_barrier_dissemination(const TaskContext& context, const CollectiveArgs& args,
                                   std::unique_ptr<CollectiveTask>* task);
+// barrier/dissemination.cc: the op's header checked on every rank (header-only rounds), run
+// before ops whose own messages would not meet a differing rank's.
+Status make_identity_check_task(const TaskContext& context, const CollectiveArgs& args,
+                                std::unique_ptr<CollectiveTask>* task);
 // alltoallv/
 Status make_alltoallv_pairwise(const TaskContext& context, const CollectiveArgs& args,
                                std::unique_ptr<CollectiveTask>* task);

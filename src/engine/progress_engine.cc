@@ -4,6 +4,7 @@
 #include <chrono>
 #include <utility>
 
+#include "collectives/algorithms.h"
 #include "core/log.h"
 
 namespace tidegate {
@@ -109,6 +110,7 @@ void ProgressEngine::fail(const Status& reason) {
     active_->complete(Status(reason.code(), op_label(active_->args()) + ": " + reason.message()));
     active_.reset();
     task_.reset();
+    main_task_.reset();
   }
   for (auto& request : victims) {
     request->complete(Status(reason.code(), op_label(request->args()) +
@@ -135,6 +137,14 @@ bool ProgressEngine::start_next_op() {
 void ProgressEngine::advance_active_op(bool transport_activity) {
   bool done = false;
   Status status = task_->advance(&done);
+  if (status.is_ok() && done && main_task_) {
+    // The identity check passed on every rank: run the op itself on its own transport.
+    task_ = std::move(main_task_);
+    context_.transport = main_transport_;
+    done = false;
+    status = task_->start();
+    if (status.is_ok()) status = task_->advance(&done);
+  }
   if (status.is_ok() && done) {
     if (planner_ != nullptr) {
       if (active_args_.replan_round) {
@@ -181,7 +191,20 @@ Status ProgressEngine::make_active_task() {
   }
   TG_RETURN_IF_ERROR(planner_->choose(active_args_, &decision_));
   context_.transport = transports_[static_cast<size_t>(decision_.transport_index)];
-  return make_collective_task_with(context_, active_args_, decision_.algorithm, &task_);
+  main_task_.reset();
+  if (decision_.transport_index == 0 && decision_.algorithm != "native") {
+    return make_collective_task_with(context_, active_args_, decision_.algorithm, &task_);
+  }
+  // Ranks whose op arguments differ (a count mismatch) may plan different transports or a
+  // native collective, whose messages never meet the others': nothing would then compare
+  // their headers and the op would hang until the deadline. So such an op first checks its
+  // identity on the first transport, in the messages tidegate's own algorithms start with: a
+  // header-only dissemination round carrying the op's header. A rank that planned otherwise
+  // sends its first message there too, and the mismatch is named at once.
+  TG_RETURN_IF_ERROR(make_collective_task_with(context_, active_args_, decision_.algorithm, &main_task_));
+  main_transport_ = context_.transport;
+  context_.transport = transports_.front();
+  return make_identity_check_task(context_, active_args_, &task_);
 }
 
 Status ProgressEngine::progress_idle() {

@@ -74,6 +74,8 @@ class ProgressEngine {
   // Owned by the progress thread.
   std::shared_ptr<Request> active_;
   std::unique_ptr<CollectiveTask> task_;
+  std::unique_ptr<CollectiveTask> main_task_;  // runs after task_ (the identity check) is done
+  Transport* main_transport_ = nullptr;        // main_task_'s transport
   CollectiveArgs active_args_;     // the active op's arguments as its task sees them
   PlanDecision decision_;
   Clock::time_point started_;

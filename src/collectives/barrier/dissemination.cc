@@ -17,10 +17,10 @@ namespace {
 
 class DisseminationBarrier : public RoundTask {
  public:
-  DisseminationBarrier(const TaskContext& context, const CollectiveArgs& args)
-      : RoundTask(context, op_identity(context, args)) {}
+  DisseminationBarrier(const TaskContext& context, const CollectiveArgs& args, const char* name)
+      : RoundTask(context, op_identity(context, args)), name_(name) {}
 
-  const char* algorithm() const override { return "dissemination"; }
+  const char* algorithm() const override { return name_; }
 
  protected:
   Status post_round(int round, bool* exists) override {
@@ -38,13 +38,25 @@ class DisseminationBarrier : public RoundTask {
   }
 
   Status finish_round(int /*round*/) override { return Status::ok(); }
+
+ private:
+  const char* name_;
 };
 
 }  // namespace
 
 Status make_barrier_dissemination(const TaskContext& context, const CollectiveArgs& args,
                                   std::unique_ptr<CollectiveTask>* task) {
-  *task = std::make_unique<DisseminationBarrier>(context, args);
+  *task = std::make_unique<DisseminationBarrier>(context, args, "dissemination");
+  return Status::ok();
+}
+
+// The same rounds carrying another op's header: every rank learns that every other rank posted
+// the same op (kind, count, dtype, reduce op) before it runs on a path whose messages would not
+// meet a differing rank's (another transport, a native collective).
+Status make_identity_check_task(const TaskContext& context, const CollectiveArgs& args,
+                                std::unique_ptr<CollectiveTask>* task) {
+  *task = std::make_unique<DisseminationBarrier>(context, args, "identity_check");
   return Status::ok();
 }
 
