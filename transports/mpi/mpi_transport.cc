@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "bootstrap/store.h"
+#include "core/transport_start.h"
 #include "transports/mpi/mpi_util.h"
 
 namespace tidegate {
@@ -50,22 +51,6 @@ std::string local_obstacle(const TransportContext& context, MPI_Comm* base) {
   return "";
 }
 
-// Every rank publishes whether it can use MPI and reads everyone's answer, so that all ranks
-// either duplicate the communicator (a collective call) or all fail with the same error.
-Status agree_on_usability(const TransportContext& context, const std::string& obstacle) {
-  TG_RETURN_IF_ERROR(context.store->set("usable/" + std::to_string(context.rank),
-                                        obstacle.empty() ? "yes" : "no:" + obstacle));
-  for (int r = 0; r < context.size; ++r) {
-    std::string answer;
-    TG_RETURN_IF_ERROR(context.store->get("usable/" + std::to_string(r), context.deadline, &answer));
-    if (answer != "yes") {
-      return unsupported("the mpi transport is unavailable: rank " + std::to_string(r) + ": " +
-                         answer.substr(answer.find(':') + 1));
-    }
-  }
-  return Status::ok();
-}
-
 }  // namespace
 
 Status MpiTransport::create(const TransportContext& context, const MpiTransportOptions& options,
@@ -76,7 +61,8 @@ Status MpiTransport::create(const TransportContext& context, const MpiTransportO
                "native_max_elements must be in [1, INT_MAX]");
   TG_CHECK_ARG(context.store != nullptr, "the mpi transport needs the bootstrap store");
   MPI_Comm base = MPI_COMM_NULL;
-  TG_RETURN_IF_ERROR(agree_on_usability(context, local_obstacle(context, &base)));
+  // All ranks duplicate the communicator (a collective call) or all fail with the same error.
+  TG_RETURN_IF_ERROR(agree_on_start(context, "mpi", local_obstacle(context, &base), "", nullptr));
 
   // A private duplicate: our tags can never match the application's messages.
   MPI_Comm comm = MPI_COMM_NULL;

@@ -6,10 +6,12 @@
 #include <map>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "bootstrap/store.h"
 #include "core/config.h"
 #include "core/log.h"
+#include "core/transport_start.h"
 #include "transports/nccl/nccl_transport.h"
 
 namespace tidegate {
@@ -130,29 +132,22 @@ bool from_hex(const std::string& text, void* out, size_t bytes) {
 }
 
 
-// Every rank publishes whether it can run NCCL (and on which host and device) and reads every
-// answer, so that all ranks go on together or all refuse with the same reason: a rank without
-// a GPU must not leave the others waiting for it in ncclCommInitRankConfig, and NCCL refuses
-// two ranks on one device (e.g. several ranks of one process on a one-GPU machine).
+// Every rank says whether it can run NCCL and on which host and device (agree_on_start), so
+// that a rank without a GPU does not leave the others waiting in ncclCommInitRankConfig; NCCL
+// also refuses two ranks on one device (e.g. several ranks of one process on a one-GPU machine).
 Status agree_on_usability(const TransportContext& context, const Status& local, int device) {
   char host[256] = {0};
   ::gethostname(host, sizeof host - 1);
-  const std::string mine = local.is_ok() ? "yes " + std::string(host) + " " + std::to_string(device)
-                                         : "no " + local.message();
-  TG_RETURN_IF_ERROR(context.store->set("usable/" + std::to_string(context.rank), mine));
+  std::vector<std::string> places;  // "host device" per rank
+  TG_RETURN_IF_ERROR(agree_on_start(context, "nccl", local.is_ok() ? "" : local.message(),
+                                    std::string(host) + " " + std::to_string(device), &places));
   std::map<std::string, int> owner;  // "host device" -> first rank on it
   for (int r = 0; r < context.size; ++r) {
-    std::string answer;
-    TG_RETURN_IF_ERROR(context.store->get("usable/" + std::to_string(r), context.deadline, &answer));
-    if (answer.rfind("no ", 0) == 0) {
-      return unsupported("the nccl transport is unavailable: " + answer.substr(3));
-    }
-    const std::string where = answer.substr(4);
-    auto [it, fresh] = owner.emplace(where, r);
+    auto [it, fresh] = owner.emplace(places[static_cast<size_t>(r)], r);
     if (!fresh) {
       return unsupported("the nccl transport is unavailable: ranks " + std::to_string(it->second) +
                          " and " + std::to_string(r) + " would share one GPU (host and device '" +
-                         where + "'); NCCL needs one GPU per rank");
+                         it->first + "'); NCCL needs one GPU per rank");
     }
   }
   return Status::ok();
