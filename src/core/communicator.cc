@@ -5,6 +5,7 @@
 #include "core/communicator_transports.h"
 #include "core/log.h"
 #include "select/probe.h"
+#include "select/probe_exchange.h"
 
 namespace tidegate {
 
@@ -71,6 +72,16 @@ Status Communicator::create(CommunicatorOptions options, std::unique_ptr<Communi
   std::vector<Transport*> transports;
   for (const auto& t : comm->transports_) transports.push_back(t.get());
   TG_RETURN_IF_ERROR(comm->make_planner(store.get(), transports, deadline));
+  // A barrier on the first transport before any rank leaves creation: rank 0 usually hosts the
+  // store, and a rank that went on to its first collective (and perhaps failed and exited)
+  // must not take the store away from a slower rank still reading the agreed probe from it.
+  // That rank would report a lost store instead of the collective's own error.
+  {
+    ProbeWire wire(transports.front(), comm->rank_, comm->size_, comm->comm_id_, deadline,
+                   "end-of-creation barrier");
+    std::vector<double> token{0.0};
+    TG_RETURN_IF_ERROR(wire.ring_max(&token));
+  }
 
   TaskContext task_context;
   task_context.transport = transports.front();

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <utility>
 
 namespace tidegate {
 
@@ -13,8 +14,14 @@ constexpr Milliseconds kPollSlice(1);
 
 }  // namespace
 
-ProbeWire::ProbeWire(Transport* transport, int rank, int size, uint64_t comm_id, Deadline deadline)
-    : transport_(transport), rank_(rank), size_(size), comm_id_(comm_id), deadline_(deadline) {}
+ProbeWire::ProbeWire(Transport* transport, int rank, int size, uint64_t comm_id, Deadline deadline,
+                     std::string purpose)
+    : transport_(transport),
+      rank_(rank),
+      size_(size),
+      comm_id_(comm_id),
+      deadline_(deadline),
+      purpose_(std::move(purpose)) {}
 
 void ProbeWire::next_phase() {
   ++phase_;
@@ -35,7 +42,7 @@ WireHeader ProbeWire::header(int sender, size_t bytes) const {
 }
 
 std::string ProbeWire::where(int peer) const {
-  return std::string("bandwidth probe on transport ") + transport_->name() + ", rank " +
+  return purpose_ + " on transport " + transport_->name() + ", rank " +
          std::to_string(rank_) + " with rank " + std::to_string(peer) + " (phase " +
          std::to_string(phase_) + ", step " + std::to_string(step_) + "): ";
 }

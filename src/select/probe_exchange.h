@@ -24,8 +24,10 @@ inline constexpr uint32_t kProbeChannel = 16000;
 
 class ProbeWire {
  public:
-  // `transport` must stay valid and unused by anyone else while the wire is used.
-  ProbeWire(Transport* transport, int rank, int size, uint64_t comm_id, Deadline deadline);
+  // `transport` must stay valid and unused by anyone else while the wire is used. `purpose`
+  // starts every error message ("bandwidth probe", "end-of-creation barrier").
+  ProbeWire(Transport* transport, int rank, int size, uint64_t comm_id, Deadline deadline,
+            std::string purpose = "bandwidth probe");
 
   int rank() const { return rank_; }
   int size() const { return size_; }
@@ -61,6 +63,7 @@ class ProbeWire {
   int size_;
   uint64_t comm_id_;
   Deadline deadline_;
+  std::string purpose_;
   uint32_t phase_ = 0;
   uint64_t step_ = 0;
 };

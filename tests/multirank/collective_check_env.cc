@@ -2,12 +2,12 @@
 #include <cstdio>
 
 #include "collective_checks.h"
+#include "creation_outcome.h"
 
 int main(int argc, char** argv) {
   tidegate_comm_t comm = nullptr;
-  if (tidegate_comm_create_from_env(&comm) != TIDEGATE_OK) {
-    std::fprintf(stderr, "communicator creation failed: %s\n", tidegate_last_error());
-    return 1;
+  if (const tidegate_status_t created = tidegate_comm_create_from_env(&comm); created != TIDEGATE_OK) {
+    return tidegate::testing::creation_failure_exit_code(created, argc, argv);
   }
   const int rc = tidegate::testing::run_from_args(comm, argc, argv);
   tidegate_comm_destroy(comm);

@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "collective_checks.h"
+#include "creation_outcome.h"
 
 int main(int argc, char** argv) {
   // The mpi transport drives MPI from tidegate's progress thread while this thread may call MPI,
@@ -16,8 +17,8 @@ int main(int argc, char** argv) {
   MPI_Comm world = MPI_COMM_WORLD;
   tidegate_comm_t comm = nullptr;
   int rc = 1;
-  if (tidegate_comm_create_from_mpi(&world, &comm) != TIDEGATE_OK) {
-    std::fprintf(stderr, "communicator creation failed: %s\n", tidegate_last_error());
+  if (const tidegate_status_t created = tidegate_comm_create_from_mpi(&world, &comm); created != TIDEGATE_OK) {
+    rc = tidegate::testing::creation_failure_exit_code(created, argc, argv);
   } else {
     rc = tidegate::testing::run_from_args(comm, argc, argv);
     tidegate_comm_destroy(comm);

@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "creation_outcome.h"
 #include "test_values.h"
 
 namespace {
@@ -186,8 +187,8 @@ int main(int argc, char** argv) {
   MPI_Comm world = MPI_COMM_WORLD;
   Rank r;
   int rc = 1;
-  if (tidegate_comm_create_from_mpi(&world, &r.comm) != TIDEGATE_OK) {
-    std::fprintf(stderr, "communicator creation failed: %s\n", tidegate_last_error());
+  if (const tidegate_status_t created = tidegate_comm_create_from_mpi(&world, &r.comm); created != TIDEGATE_OK) {
+    rc = tidegate::testing::creation_failure_exit_code(created, argc, argv);
   } else {
     tidegate_comm_rank(r.comm, &r.rank);
     tidegate_comm_size(r.comm, &r.size);

@@ -278,6 +278,40 @@ TEST(UcxTransport, AbortReachesPeersWithItsCode) {
   }
 }
 
+// The rank that finds the root cause sends its abort message and closes at once. A peer whose
+// send to it is still in flight sees that send fail (the connection is gone) and must still
+// report the abort's reason, not "connection failed": the CI once saw a mismatch reported as
+// "send to rank 0 failed: Endpoint timeout" on one rank of three.
+TEST(UcxTransport, AbortThenCloseWinsOverTheLostConnection) {
+  UCX_WORLD(world, 3);
+  // Connections up first: UCX 1.13 asserts when a worker is destroyed mid-wireup.
+  exchange(world, 3, 1, [](int, int, int) { return size_t{64}; }, [](int) { return 0u; }, in_order);
+  std::vector<Status> results(3);
+  std::vector<unsigned char> bufs[3];
+  std::atomic<int> posted{0};
+  run_ranks(3, [&](int rank) {
+    Transport& t = world.at(rank);
+    if (rank == 0) {
+      while (posted.load() < 2) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      t.abort(mismatch_error("rank 0 found the mismatch"));
+      world.destroy(0);  // gone right after its abort message, as a failing process is
+      return;
+    }
+    // A large send that rank 0 never receives stays in flight (rendezvous) until rank 0 leaves.
+    bufs[rank].assign(size_t{4} << 20, static_cast<unsigned char>(rank));
+    Transport::Handle h = 0;
+    ASSERT_TRUE(t.isend(0, 5, header_for(rank, 1, bufs[rank].size()), bufs[rank].data(), bufs[rank].size(), &h)
+                    .is_ok());
+    posted.fetch_add(1);
+    results[static_cast<size_t>(rank)] = wait_all(t, {h})[0];
+  });
+  for (int rank = 1; rank < 3; ++rank) {
+    const Status& st = results[static_cast<size_t>(rank)];
+    EXPECT_EQ(st.code(), TIDEGATE_ERR_MISMATCH) << "rank " << rank << ": " << st.to_string();
+    EXPECT_NE(st.message().find("rank 0 found the mismatch"), std::string::npos) << st.message();
+  }
+}
+
 TEST(UcxTransport, VanishedPeerFailsPendingReceiveWithPeerFailed) {
   UCX_WORLD(world, 2);
   std::vector<unsigned char> in(64);

@@ -321,6 +321,13 @@ void TcpTransport::service(Stream& stream, bool readable, bool writable) {
     if (!sent.is_ok() && peers_[stream.peer()].closing()) {
       stream.abandon_output();  // it said goodbye and expects nothing more from us
     } else if (!sent.is_ok()) {
+      // A peer that found the root cause writes its ABORT and closes; our write can fail before
+      // we read that frame. Read what has arrived first, so its reason wins over "lost".
+      if (failed_.is_ok() && !stream.parked()) {
+        bool ignored = false;
+        (void)stream.receive(*this, kReadBudgetBytes, &ignored);
+      }
+      if (!failed_.is_ok()) return;
       fail(peer_failed("connection to rank " + std::to_string(stream.peer()) + " lost (" +
                        sent.message() + ")"),
            false);

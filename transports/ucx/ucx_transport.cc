@@ -12,6 +12,12 @@ namespace ucx {
 
 namespace {
 
+// How long a transfer's peer failure waits for an abort message before it is reported. The rank
+// that found the root cause (a mismatch, a user abort) sends its abort message and then closes;
+// our side may see the closed connection first (UCX reports it on another path than the
+// message), and would then report "connection lost" instead of the error that started it.
+constexpr int64_t kAbortGraceMs = 500;
+
 constexpr ucp_tag_t kKindMask = ucp_tag_t{3} << 62;
 constexpr ucp_tag_t kFullMask = ~ucp_tag_t{0};
 
@@ -218,9 +224,12 @@ void UcxTransport::on_complete(Part& part) {
   Op& op = it->second;
   Status st;
   if (part.status != UCS_OK) {
-    st = peer_failed(who_ + (part.is_recv ? ": receive from rank " : ": send to rank ") +
-                     std::to_string(op.peer) + " failed: " + ucs_status_string(part.status));
-  } else if (part.is_recv && part.length != part.bytes) {
+    suspect_peer_failure(peer_failed(who_ + (part.is_recv ? ": receive from rank " : ": send to rank ") +
+                                     std::to_string(op.peer) + " failed: " +
+                                     ucs_status_string(part.status)));
+    return;  // the op stays pending until the grace ends or an abort message fails it
+  }
+  if (part.is_recv && part.length != part.bytes) {
     st = protocol_error(who_ + ": rank " + std::to_string(op.peer) + " sent a " +
                         std::to_string(part.length) + "-byte message where " +
                         std::to_string(part.bytes) + " bytes were expected");
@@ -274,10 +283,21 @@ void UcxTransport::check_dead_peers() {
     if (op.done) continue;
     const Status& err = peer_errors_[static_cast<size_t>(op.peer)];
     if (!err.is_ok()) {
-      fail(err, true);
+      suspect_peer_failure(err);
       return;
     }
   }
+}
+
+void UcxTransport::suspect_peer_failure(const Status& status) {
+  if (!failed_.is_ok() || !suspected_.is_ok()) return;  // the first one is reported
+  suspected_ = status;
+  suspected_until_ = Clock::now() + Milliseconds(kAbortGraceMs);
+}
+
+void UcxTransport::settle_suspected_failure() {
+  if (suspected_.is_ok() || !failed_.is_ok()) return;
+  if (Clock::now() >= suspected_until_) fail(suspected_, true);
 }
 
 Status UcxTransport::progress(Milliseconds max_wait, bool* activity) {
@@ -289,8 +309,11 @@ Status UcxTransport::progress(Milliseconds max_wait, bool* activity) {
     // ucp_worker_progress until it returns 0 (UCX's condition for arming), then our callbacks.
     const bool moved = poll_once();
     *activity |= moved;
+    settle_suspected_failure();
     if (!failed_.is_ok() || moved || woken_.exchange(false)) return failed_;
-    const Clock::duration left = until - Clock::now();
+    // While a peer failure waits out its grace, wake when the grace ends.
+    const Clock::time_point wake_at = suspected_.is_ok() ? until : std::min(until, suspected_until_ + Milliseconds(1));
+    const Clock::duration left = wake_at - Clock::now();
     if (left <= Clock::duration::zero()) return failed_;
     // Arm the event fd; BUSY means events arrived meanwhile, so poll again at once.
     const ucs_status_t s = ucp_worker_arm(worker_);

@@ -147,6 +147,11 @@ class UcxTransport final : public Transport {
   void on_complete(Part& part);
   void finish_header(Op& op);
   void check_dead_peers();
+  // A transfer failed because its peer's connection did: the transport fails with `status`
+  // after a short grace, unless a peer's abort message (the root cause) arrives first.
+  void suspect_peer_failure(const Status& status);
+  // Fails the transport with the suspected peer failure once its grace has run out.
+  void settle_suspected_failure();
 
   // ---- ucx_shutdown.cc: failure, abort and close
   void fail(const Status& status, bool tell_peers);
@@ -174,6 +179,8 @@ class UcxTransport final : public Transport {
   std::vector<Part*> completed_;  // filled by the callbacks, handled by poll_once()
   Handle next_handle_ = 1;
   Status failed_;
+  Status suspected_;                      // a peer failure waiting out its grace
+  Clock::time_point suspected_until_{};  // when that grace ends
   bool closed_ = false;
   bool abort_sent_ = false;
   std::array<char, kAbortMessageBytes> abort_in_{};
