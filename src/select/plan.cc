@@ -89,10 +89,24 @@ std::string valid_names(const Cell& cell) {
          " memory offers transports: " + transports + "; algorithms: " + algorithms;
 }
 
+// An op planned off the first transport, or onto a native collective, first checks its
+// identity on the first transport (engine/progress_engine.cc): a header-only dissemination
+// round of ceil(log2 P) steps, each about one latency of that transport.
+double identity_check_us(const PlanInputs& in, const Candidate& c) {
+  if (in.size <= 1 || in.transports.empty()) return 0;
+  if (c.transport == in.transports.front().name && c.algorithm != "native") return 0;
+  const TransportFigures* first = in.profile.find(in.transports.front().name);
+  if (first == nullptr) return 0;
+  int rounds = 0;
+  while ((1 << rounds) < in.size) ++rounds;
+  return rounds * first->alpha_us;
+}
+
 double cost_of(const PlanInputs& in, const Candidate& c, OpKind kind, int64_t bytes) {
   if (c.figures == nullptr) return -1;
   CostQuery query{kind, bytes, in.size};
-  return predicted_us(in.profile, *c.figures, c.algorithm, query, in.corrections);
+  const double us = predicted_us(in.profile, *c.figures, c.algorithm, query, in.corrections);
+  return us < 0 ? us : us + identity_check_us(in, c);
 }
 
 Cell make_cell(const PlanInputs& in, OpKind kind, tidegate_memory_t memory) {

@@ -145,6 +145,32 @@ TEST(Plan, MeasuredNativeWinsWhenItIsFaster) {
   }
 }
 
+// A choice off the first transport (or native) pays the engine's identity check on the first
+// transport first: ceil(log2 P) latencies of it. A second transport whose own latency is a
+// little lower does not win small messages, and the price it carries includes the check.
+TEST(Plan, IdentityCheckIsPricedOffTheFirstTransport) {
+  PlanInputs in = tcp_inputs(8, 50);
+  in.transports.push_back(offer("ucx"));
+  in.profile.transports.push_back(figures("ucx", 35, 1));
+  Plan plan = build_ok(in);
+  EXPECT_EQ(top(plan, 1 * kKiB), "tcp/recursive_doubling");
+  const PlanEntry* e = plan.find(OpKind::kAllreduce, TIDEGATE_MEMORY_HOST, 1 * kKiB);
+  const PlanChoice* tcp = nullptr;
+  const PlanChoice* ucx = nullptr;
+  for (const PlanChoice& c : e->ranked) {
+    if (c.algorithm != "recursive_doubling") continue;
+    (c.transport == "tcp" ? tcp : ucx) = &c;
+  }
+  ASSERT_NE(tcp, nullptr);
+  ASSERT_NE(ucx, nullptr);
+  // Both run 3 latency-bound steps; ucx adds 3 tcp latencies for the check.
+  EXPECT_NEAR(ucx->predicted_us - tcp->predicted_us, (3 * 35 + 3 * 50) - 3 * 50, 10.0);
+
+  // Where bandwidth dominates, a faster second transport wins despite the check.
+  in.profile.transports.back().bandwidth_GBps = 10;
+  EXPECT_EQ(top(build_ok(in), 64 * kMiB).substr(0, 4), "ucx/");
+}
+
 TEST(Plan, CorrectionsChangeTheChoice) {
   PlanInputs in = tcp_inputs();
   EXPECT_EQ(top(build_ok(in), 1 << 30), "tcp/ring");
@@ -158,8 +184,14 @@ TEST(Plan, TieBreaksFollowTransportOrder) {
   in.profile.transports = {figures("tcp", 50, 1), figures("ucx", 50, 1)};
   Plan plan = build_ok(in);
   EXPECT_EQ(top(plan, 4 * kKiB), "ucx/recursive_doubling");
-  const PlanEntry* e = plan.find(OpKind::kAllreduce, TIDEGATE_MEMORY_HOST, 4 * kKiB);
-  EXPECT_EQ(e->ranked[1].transport + "/" + e->ranked[1].algorithm, "tcp/recursive_doubling");
+  // Where bandwidth dominates, the identity check that a choice off the first transport pays
+  // (3 latencies) is far inside the 5% tie margin: the same algorithms on tcp tie, and rank
+  // after the first transport's (ring and Rabenseifner also tie there, in table order).
+  const PlanEntry* e = plan.find(OpKind::kAllreduce, TIDEGATE_MEMORY_HOST, 64 * kMiB);
+  ASSERT_EQ(e->ranked.size(), 3u);
+  EXPECT_EQ(e->ranked[0].transport + "/" + e->ranked[0].algorithm, "ucx/ring");
+  EXPECT_EQ(e->ranked[1].transport + "/" + e->ranked[1].algorithm, "ucx/rabenseifner");
+  EXPECT_EQ(e->ranked[2].transport + "/" + e->ranked[2].algorithm, "tcp/ring");
 }
 
 TEST(Plan, TuneRangeSplitsEntriesAtItsBoundary) {

@@ -143,8 +143,9 @@ Status MpiTransport::post_native(const WireHeader& header, const NativeCollectiv
   if (!failed_.is_ok()) return failed_;
   if (closed_) return aborted_error(who_ + ": the mpi transport is closed");
   TG_RETURN_IF_ERROR(check_native_args(args));
-  const Handle h = next_handle_++;
-  Op& op = ops_[h];
+  Op* added = nullptr;
+  const Handle h = book_.add(&added);
+  Op& op = *added;
   op.peer = rank_;
   op.native = std::make_unique<NativeOp>();
   op.native->args = args;
@@ -160,15 +161,14 @@ Status MpiTransport::post_native(const WireHeader& header, const NativeCollectiv
 
 void MpiTransport::advance_natives() {
   while (!native_queue_.empty()) {
-    auto it = ops_.find(native_queue_.front());
-    if (it != ops_.end() && !it->second.done) break;
+    if (book_.find_pending(native_queue_.front()) != nullptr) break;
     native_queue_.pop_front();
   }
   if (!failed_.is_ok() || closed_) return;
   for (Handle h : native_queue_) {
-    auto it = ops_.find(h);
-    if (it == ops_.end() || it->second.done) continue;
-    Op& op = it->second;
+    Op* pending = book_.find_pending(h);
+    if (pending == nullptr) continue;
+    Op& op = *pending;
     NativeOp& native = *op.native;
     if (native.stage == NativeStage::kQueued) {
       Status st = post_header_gather(h, op);

@@ -62,11 +62,7 @@ void MpiTransport::fail(const Status& status, bool tell_peers) {
   if (!failed_.is_ok()) return;
   failed_ = status;
   if (tell_peers) send_abort_messages(status);
-  for (auto& entry : ops_) {
-    if (entry.second.done) continue;
-    entry.second.done = true;
-    entry.second.status = status;
-  }
+  book_.fail_pending(status);
   // The data requests now belong to no transfer; receives are cancelled so MPI stops writing
   // into the user's buffers (sends cannot be cancelled reliably, they are left to finish;
   // native collectives cannot be cancelled at all and are marked is_recv = false).
@@ -153,8 +149,7 @@ Status MpiTransport::close(Deadline deadline) {
     release(Deadline::after_ms(kFailDrainMs));  // nothing graceful is left to do
     return Status::ok();
   }
-  size_t pending = 0;
-  for (const auto& entry : ops_) pending += entry.second.done ? 0 : 1;
+  const size_t pending = book_.pending();
   if (pending > 0) {
     return invalid_argument("close() with " + std::to_string(pending) +
                             " transfer(s) pending: wait for them or abort() first");

@@ -165,45 +165,16 @@ Status MpiTransport::post_chunks(Handle handle, Op& op, char* data, size_t bytes
   return Status::ok();
 }
 
-Status MpiTransport::post_ready_payloads(int peer, uint32_t channel) {
-  std::deque<Handle>& queue = payload_queues_[{peer, channel}];
-  while (!queue.empty()) {
-    auto it = ops_.find(queue.front());
-    if (it == ops_.end() || it->second.done) {  // failed meanwhile
-      queue.pop_front();
-      continue;
-    }
-    Op& op = it->second;
-    if (!op.header_ok) break;
-    TG_RETURN_IF_ERROR(post_chunks(queue.front(), op, op.data, static_cast<size_t>(op.expected.payload_bytes)));
-    queue.pop_front();
-    settle(op);
-  }
-  return Status::ok();
-}
-
-// A transfer is done once its payload is posted and every posted part has completed.
-void MpiTransport::settle(Op& op) {
-  if (op.payload_posted && op.parts_left == 0) op.done = true;
-}
-
 Status MpiTransport::isend(int peer, uint32_t channel, const WireHeader& header, const void* payload,
                            size_t bytes, Handle* handle) {
   std::lock_guard<std::mutex> lock(mutex_);
   TG_RETURN_IF_ERROR(check_usable(peer, channel));
-  TG_CHECK_ARG(header.payload_bytes == bytes, "isend: header.payload_bytes (" +
-                                                  std::to_string(header.payload_bytes) +
-                                                  ") differs from the payload size " + std::to_string(bytes));
-  TG_CHECK_ARG(payload != nullptr || bytes == 0, "isend: null payload");
-  const Handle h = next_handle_++;
-  Op& op = ops_[h];
-  op.is_send = true;
-  op.peer = peer;
-  op.channel = channel;
-  encode_wire_header(header, op.wire.data());
-  Status st = post_header(h, op);
+  TG_RETURN_IF_ERROR(check_send_arguments(header, payload, bytes));
+  Op* op = nullptr;
+  const Handle h = book_.add_send(peer, channel, header, &op);
+  Status st = post_header(h, *op);
   // MPI only reads a send buffer; the cast is for its pre-MPI-3 C binding.
-  if (st.is_ok()) st = post_chunks(h, op, static_cast<char*>(const_cast<void*>(payload)), bytes);
+  if (st.is_ok()) st = post_chunks(h, *op, static_cast<char*>(const_cast<void*>(payload)), bytes);
   if (!st.is_ok()) fail(st, true);
   *handle = h;
   return Status::ok();  // a posting failure is reported by test(), like any failed transfer
@@ -213,18 +184,10 @@ Status MpiTransport::irecv(int peer, uint32_t channel, const WireHeader& expecte
                            size_t bytes, Handle* handle) {
   std::lock_guard<std::mutex> lock(mutex_);
   TG_RETURN_IF_ERROR(check_usable(peer, channel));
-  TG_CHECK_ARG(expected.payload_bytes <= bytes, "irecv: expected.payload_bytes (" +
-                                                    std::to_string(expected.payload_bytes) +
-                                                    ") exceeds the capacity " + std::to_string(bytes));
-  TG_CHECK_ARG(payload != nullptr || expected.payload_bytes == 0, "irecv: null payload");
-  const Handle h = next_handle_++;
-  Op& op = ops_[h];
-  op.peer = peer;
-  op.channel = channel;
-  op.expected = expected;
-  op.data = static_cast<char*>(payload);
-  payload_queues_[{peer, channel}].push_back(h);
-  Status st = post_header(h, op);
+  TG_RETURN_IF_ERROR(check_recv_arguments(expected, payload, bytes));
+  Op* op = nullptr;
+  const Handle h = book_.add_recv(peer, channel, expected, payload, &op);
+  Status st = post_header(h, *op);
   if (!st.is_ok()) fail(st, true);
   *handle = h;
   return Status::ok();
@@ -232,36 +195,23 @@ Status MpiTransport::irecv(int peer, uint32_t channel, const WireHeader& expecte
 
 Status MpiTransport::test(Handle handle, bool* done) {
   std::lock_guard<std::mutex> lock(mutex_);
-  auto it = ops_.find(handle);
-  TG_CHECK_ARG(it != ops_.end(), "test: unknown or already finished transfer handle " + std::to_string(handle));
-  *done = it->second.done;
-  if (!*done) return Status::ok();
-  Status status = std::move(it->second.status);
-  ops_.erase(it);
-  return status;
+  return book_.test(handle, done);
 }
 
 // The receiver's check: only a header that checks out lets its payload receive be posted.
-void MpiTransport::finish_header(Op& op, int peer) {
-  const WireHeader received = decode_wire_header(op.wire.data());
-  Status st = check_wire_header(op.expected, received, rank_, peer);
-  if (!st.is_ok()) {
-    op.done = true;
-    op.status = st;
-    fail(st, true);  // the peer's payload messages no longer pair with our receives
-    return;
-  }
-  op.header_ok = true;
-  st = post_ready_payloads(peer, op.channel);
+void MpiTransport::finish_header(Op& op) {
+  Status st = book_.accept_header(op, rank_, [this](Handle h, Op& ready) {
+    return post_chunks(h, ready, ready.data, static_cast<size_t>(ready.expected.payload_bytes));
+  });
+  // A mismatch: the peer's payload messages no longer pair with our receives.
   if (!st.is_ok()) fail(st, true);
 }
 
 void MpiTransport::on_complete(const Slot& slot, const MPI_Status& status, bool status_has_error) {
   if (slot.handle == 0) return;  // drained after a failure
-  auto it = ops_.find(slot.handle);
-  if (it == ops_.end()) return;
-  Op& op = it->second;
-  if (op.done) return;
+  Op* pending = book_.find_pending(slot.handle);
+  if (pending == nullptr) return;
+  Op& op = *pending;
   if (op.native) {
     on_native_complete(slot, op, status_has_error ? status.MPI_ERROR : MPI_SUCCESS);
     return;
@@ -284,8 +234,8 @@ void MpiTransport::on_complete(const Slot& slot, const MPI_Status& status, bool 
     return;
   }
   --op.parts_left;
-  if (slot.is_recv && slot.part == Part::kHeader) finish_header(op, op.peer);
-  if (!op.done) settle(op);
+  if (slot.is_recv && slot.part == Part::kHeader) finish_header(op);
+  if (!op.done) TransferBook<Op>::settle(op);
 }
 
 void MpiTransport::compact_requests() {

@@ -45,14 +45,13 @@
 #include <atomic>
 #include <cstdint>
 #include <deque>
-#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
-#include <unordered_map>
 #include <vector>
 
 #include "core/abort_message.h"
+#include "core/transfer_book.h"
 #include "core/transport.h"
 
 namespace tidegate {
@@ -113,18 +112,7 @@ class MpiTransport final : public Transport {
     std::array<unsigned char, kWireHeaderBytes> mine{};  // this rank's encoded header
     std::vector<unsigned char> gathered;                 // every rank's, in rank order
   };
-  struct Op {
-    bool is_send = false;
-    int peer = 0;
-    uint32_t channel = 0;
-    bool done = false;
-    Status status;
-    size_t parts_left = 0;  // MPI requests not yet completed (header + chunks)
-    WireHeader expected;    // receive: the header this rank expects
-    char* data = nullptr;   // receive: the user's buffer, filled once the header checked out
-    bool header_ok = false; // receive: the header arrived and matched
-    bool payload_posted = false;  // send: always; receive: its chunk receives are posted
-    std::array<unsigned char, kWireHeaderBytes> wire{};  // the encoded header sent / received
+  struct Op : Transfer {
     std::unique_ptr<NativeOp> native;  // set for a native collective, null for a transfer
   };
   struct Slot {  // what one entry of requests_ belongs to
@@ -141,14 +129,10 @@ class MpiTransport final : public Transport {
   Status check_usable(int peer, uint32_t channel) const;
   Status post_header(Handle handle, Op& op);
   Status post_chunks(Handle handle, Op& op, char* data, size_t bytes);
-  // Posts the payload receives of the queued receives of (peer, channel) whose headers checked
-  // out, in irecv order, stopping at the first whose header has not arrived yet.
-  Status post_ready_payloads(int peer, uint32_t channel);
-  static void settle(Op& op);
   void track(MPI_Request request, Handle handle, Part part, bool is_recv, size_t bytes);
   Status poll_once(bool* moved);
   void on_complete(const Slot& slot, const MPI_Status& status, bool status_has_error);
-  void finish_header(Op& op, int peer);
+  void finish_header(Op& op);
   void compact_requests();
 
   // ---- mpi_native.cc: native collectives
@@ -183,12 +167,10 @@ class MpiTransport final : public Transport {
   MPI_Comm coll_comm_;  // native collectives and their header exchange
 
   mutable std::mutex mutex_;  // guards everything below and serialises our MPI calls
-  std::unordered_map<Handle, Op> ops_;  // node-based: Op::wire keeps its address for MPI
-  std::map<std::pair<int, uint32_t>, std::deque<Handle>> payload_queues_;  // receives, in order
+  TransferBook<Op> book_;  // the transfers and native ops, and receives waiting for headers
   std::vector<MPI_Request> requests_;   // parallel to slots_
   std::vector<Slot> slots_;
   std::deque<Handle> native_queue_;  // native ops in post order, until finished
-  Handle next_handle_ = 1;
   uint64_t messages_posted_ = 0;
   Status failed_;
   bool closed_ = false;

@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <thread>
 
+#include "core/transfer_arguments.h"
+
 namespace tidegate {
 namespace nccl {
 
@@ -51,10 +53,7 @@ Status NcclTransport::isend(int peer, uint32_t channel, const WireHeader& header
   std::lock_guard<std::mutex> lock(mutex_);
   const DeviceGuard device_guard(device_);
   TG_RETURN_IF_ERROR(check_usable(peer));
-  TG_CHECK_ARG(header.payload_bytes == bytes, "isend: header.payload_bytes (" +
-                                                  std::to_string(header.payload_bytes) +
-                                                  ") differs from the payload size " + std::to_string(bytes));
-  TG_CHECK_ARG(payload != nullptr || bytes == 0, "isend: null payload");
+  TG_RETURN_IF_ERROR(check_send_arguments(header, payload, bytes));
   if (bytes > 0) TG_RETURN_IF_ERROR(check_device_pointer(payload, "the isend payload"));
   // NCCL only reads a send buffer.
   return new_op(Kind::kSend, peer, header, const_cast<void*>(payload), bytes, handle);
@@ -66,10 +65,7 @@ Status NcclTransport::irecv(int peer, uint32_t channel, const WireHeader& expect
   std::lock_guard<std::mutex> lock(mutex_);
   const DeviceGuard device_guard(device_);
   TG_RETURN_IF_ERROR(check_usable(peer));
-  TG_CHECK_ARG(expected.payload_bytes <= bytes, "irecv: expected.payload_bytes (" +
-                                                    std::to_string(expected.payload_bytes) +
-                                                    ") exceeds the capacity " + std::to_string(bytes));
-  TG_CHECK_ARG(payload != nullptr || expected.payload_bytes == 0, "irecv: null payload");
+  TG_RETURN_IF_ERROR(check_recv_arguments(expected, payload, bytes));
   if (expected.payload_bytes > 0) TG_RETURN_IF_ERROR(check_device_pointer(payload, "the irecv buffer"));
   return new_op(Kind::kRecv, peer, expected, payload, static_cast<size_t>(expected.payload_bytes), handle);
 }

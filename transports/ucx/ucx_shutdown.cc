@@ -37,11 +37,7 @@ void UcxTransport::fail(const Status& status, bool tell_peers) {
   if (!failed_.is_ok()) return;
   failed_ = status;
   if (tell_peers) send_abort_messages(status);
-  for (auto& entry : ops_) {
-    if (entry.second.done) continue;
-    entry.second.done = true;
-    entry.second.status = status;
-  }
+  book_.fail_pending(status);
   // The data requests now belong to no transfer; receives are cancelled so UCX stops writing
   // into the user's buffers (sends are left to finish or fail).
   for (auto& entry : parts_) {
@@ -114,8 +110,7 @@ Status UcxTransport::close(Deadline deadline) {
     (void)release(Deadline::after_ms(kFailDrainMs), true);  // nothing graceful is left to do
     return Status::ok();
   }
-  size_t pending = 0;
-  for (const auto& entry : ops_) pending += entry.second.done ? 0 : 1;
+  const size_t pending = book_.pending();
   if (pending > 0) {
     return invalid_argument("close() with " + std::to_string(pending) +
                             " transfer(s) pending: wait for them or abort() first");

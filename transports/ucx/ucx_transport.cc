@@ -113,54 +113,21 @@ void UcxTransport::on_ep_error(void* arg, ucp_ep_h, ucs_status_t status) {
                   " failed: " + ucs_status_string(status));
 }
 
-Status UcxTransport::post_ready_payloads(int peer, uint32_t channel) {
-  std::deque<Handle>& queue = payload_queues_[{peer, channel}];
-  while (!queue.empty()) {
-    auto it = ops_.find(queue.front());
-    if (it == ops_.end() || it->second.done) {  // failed meanwhile
-      queue.pop_front();
-      continue;
-    }
-    Op& op = it->second;
-    if (!op.header_ok) break;
-    const size_t bytes = static_cast<size_t>(op.expected.payload_bytes);
-    if (bytes > 0) {
-      TG_RETURN_IF_ERROR(post(queue.front(), Kind::kPayload, peer, channel, op.data, bytes, true));
-      ++op.parts_left;
-    }
-    op.payload_posted = true;
-    queue.pop_front();
-    settle(op);
-  }
-  return Status::ok();
-}
-
-void UcxTransport::settle(Op& op) {
-  if (op.payload_posted && op.parts_left == 0) op.done = true;
-}
-
 Status UcxTransport::isend(int peer, uint32_t channel, const WireHeader& header, const void* payload,
                            size_t bytes, Handle* handle) {
   std::lock_guard<std::mutex> lock(mutex_);
   TG_RETURN_IF_ERROR(check_usable(peer, channel));
-  TG_CHECK_ARG(header.payload_bytes == bytes, "isend: header.payload_bytes (" +
-                                                  std::to_string(header.payload_bytes) +
-                                                  ") differs from the payload size " + std::to_string(bytes));
-  TG_CHECK_ARG(payload != nullptr || bytes == 0, "isend: null payload");
-  const Handle h = next_handle_++;
-  Op& op = ops_[h];
-  op.is_send = true;
-  op.peer = peer;
-  op.channel = channel;
-  encode_wire_header(header, op.wire.data());
-  Status st = post(h, Kind::kHeader, peer, channel, op.wire.data(), kWireHeaderBytes, false);
-  if (st.is_ok()) ++op.parts_left;
+  TG_RETURN_IF_ERROR(check_send_arguments(header, payload, bytes));
+  Op* op = nullptr;
+  const Handle h = book_.add_send(peer, channel, header, &op);
+  Status st = post(h, Kind::kHeader, peer, channel, op->wire.data(), kWireHeaderBytes, false);
+  if (st.is_ok()) ++op->parts_left;
   // UCX only reads a send buffer; its API takes a non-const pointer.
   if (st.is_ok() && bytes > 0) {
     st = post(h, Kind::kPayload, peer, channel, const_cast<void*>(payload), bytes, false);
-    if (st.is_ok()) ++op.parts_left;
+    if (st.is_ok()) ++op->parts_left;
   }
-  op.payload_posted = true;
+  op->payload_posted = true;
   if (!st.is_ok()) fail(st, true);
   *handle = h;
   return Status::ok();  // a posting failure is reported by test(), like any failed transfer
@@ -170,19 +137,11 @@ Status UcxTransport::irecv(int peer, uint32_t channel, const WireHeader& expecte
                            size_t bytes, Handle* handle) {
   std::lock_guard<std::mutex> lock(mutex_);
   TG_RETURN_IF_ERROR(check_usable(peer, channel));
-  TG_CHECK_ARG(expected.payload_bytes <= bytes, "irecv: expected.payload_bytes (" +
-                                                    std::to_string(expected.payload_bytes) +
-                                                    ") exceeds the capacity " + std::to_string(bytes));
-  TG_CHECK_ARG(payload != nullptr || expected.payload_bytes == 0, "irecv: null payload");
-  const Handle h = next_handle_++;
-  Op& op = ops_[h];
-  op.peer = peer;
-  op.channel = channel;
-  op.expected = expected;
-  op.data = static_cast<char*>(payload);
-  payload_queues_[{peer, channel}].push_back(h);
-  Status st = post(h, Kind::kHeader, peer, channel, op.wire.data(), kWireHeaderBytes, true);
-  if (st.is_ok()) ++op.parts_left;
+  TG_RETURN_IF_ERROR(check_recv_arguments(expected, payload, bytes));
+  Op* op = nullptr;
+  const Handle h = book_.add_recv(peer, channel, expected, payload, &op);
+  Status st = post(h, Kind::kHeader, peer, channel, op->wire.data(), kWireHeaderBytes, true);
+  if (st.is_ok()) ++op->parts_left;
   if (!st.is_ok()) fail(st, true);
   *handle = h;
   return Status::ok();
@@ -190,27 +149,19 @@ Status UcxTransport::irecv(int peer, uint32_t channel, const WireHeader& expecte
 
 Status UcxTransport::test(Handle handle, bool* done) {
   std::lock_guard<std::mutex> lock(mutex_);
-  auto it = ops_.find(handle);
-  TG_CHECK_ARG(it != ops_.end(), "test: unknown or already finished transfer handle " + std::to_string(handle));
-  *done = it->second.done;
-  if (!*done) return Status::ok();
-  Status status = std::move(it->second.status);
-  ops_.erase(it);
-  return status;
+  return book_.test(handle, done);
 }
 
 // The receiver's check: only a header that checks out lets its payload receive be posted.
 void UcxTransport::finish_header(Op& op) {
-  const WireHeader received = decode_wire_header(op.wire.data());
-  Status st = check_wire_header(op.expected, received, rank_, op.peer);
-  if (!st.is_ok()) {
-    op.done = true;
-    op.status = st;
-    fail(st, true);  // the peer's payload messages no longer pair with our receives
-    return;
-  }
-  op.header_ok = true;
-  st = post_ready_payloads(op.peer, op.channel);
+  Status st = book_.accept_header(op, rank_, [this](Handle h, Op& ready) {
+    const size_t bytes = static_cast<size_t>(ready.expected.payload_bytes);
+    if (bytes == 0) return Status::ok();
+    TG_RETURN_IF_ERROR(post(h, Kind::kPayload, ready.peer, ready.channel, ready.data, bytes, true));
+    ++ready.parts_left;
+    return Status::ok();
+  });
+  // A mismatch: the peer's payload messages no longer pair with our receives.
   if (!st.is_ok()) fail(st, true);
 }
 
@@ -219,9 +170,9 @@ void UcxTransport::on_complete(Part& part) {
     if (part.is_recv && part.status == UCS_OK) on_abort_message(part);
     return;
   }
-  auto it = ops_.find(part.handle);
-  if (it == ops_.end() || it->second.done) return;  // failed meanwhile; the request is drained
-  Op& op = it->second;
+  Op* pending = book_.find_pending(part.handle);
+  if (pending == nullptr) return;  // failed meanwhile; the request is drained
+  Op& op = *pending;
   Status st;
   if (part.status != UCS_OK) {
     suspect_peer_failure(peer_failed(who_ + (part.is_recv ? ": receive from rank " : ": send to rank ") +
@@ -240,7 +191,7 @@ void UcxTransport::on_complete(Part& part) {
   }
   --op.parts_left;
   if (part.is_recv && part.kind == Kind::kHeader) finish_header(op);
-  if (!op.done) settle(op);
+  if (!op.done) TransferBook<Op>::settle(op);
 }
 
 bool UcxTransport::poll_once() {
@@ -278,15 +229,10 @@ bool UcxTransport::reap() {
 // by then, so a transfer still pending with a failed peer can never finish.
 void UcxTransport::check_dead_peers() {
   if (!failed_.is_ok()) return;
-  for (const auto& entry : ops_) {
-    const Op& op = entry.second;
-    if (op.done) continue;
+  book_.for_each_pending([this](const Op& op) {
     const Status& err = peer_errors_[static_cast<size_t>(op.peer)];
-    if (!err.is_ok()) {
-      suspect_peer_failure(err);
-      return;
-    }
-  }
+    if (!err.is_ok()) suspect_peer_failure(err);  // the first one is kept
+  });
 }
 
 void UcxTransport::suspect_peer_failure(const Status& status) {

@@ -43,8 +43,6 @@
 #include <array>
 #include <atomic>
 #include <cstdint>
-#include <deque>
-#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -52,6 +50,7 @@
 #include <vector>
 
 #include "core/abort_message.h"
+#include "core/transfer_book.h"
 #include "core/transport.h"
 
 namespace tidegate {
@@ -91,19 +90,7 @@ class UcxTransport final : public Transport {
 
  private:
   enum class Kind : uint8_t { kHeader = 0, kPayload = 1, kAbort = 2 };
-  struct Op {
-    bool is_send = false;
-    int peer = 0;
-    uint32_t channel = 0;
-    bool done = false;
-    Status status;
-    size_t parts_left = 0;        // UCX requests not yet completed
-    WireHeader expected;          // receive: the header this rank expects
-    char* data = nullptr;         // receive: the user's buffer, filled once the header checked out
-    bool header_ok = false;       // receive: the header arrived and matched
-    bool payload_posted = false;  // send: always; receive: its payload receive is posted
-    std::array<unsigned char, kWireHeaderBytes> wire{};  // the encoded header sent / received
-  };
+  using Op = Transfer;
   // One UCX request; its address is the request's user_data, so it lives until the callback
   // fired (or the worker is gone).
   struct Part {
@@ -134,8 +121,6 @@ class UcxTransport final : public Transport {
   Status check_usable(int peer, uint32_t channel) const;
   Status post(Handle handle, Kind kind, int peer, uint32_t channel, void* buffer, size_t bytes,
               bool is_recv);
-  Status post_ready_payloads(int peer, uint32_t channel);
-  static void settle(Op& op);
   static void on_send(void* request, ucs_status_t status, void* user_data);
   static void on_recv(void* request, ucs_status_t status, const ucp_tag_recv_info_t* info,
                       void* user_data);
@@ -173,11 +158,9 @@ class UcxTransport final : public Transport {
   std::vector<ucp_ep_h> eps_;
   std::vector<EpArg> ep_args_;
   std::vector<Status> peer_errors_;  // an endpoint's error, OK while it is healthy
-  std::unordered_map<Handle, Op> ops_;  // node-based: Op::wire keeps its address for UCX
-  std::map<std::pair<int, uint32_t>, std::deque<Handle>> payload_queues_;  // receives, in order
+  TransferBook<Op> book_;  // the transfers, and receives waiting for their headers
   std::unordered_map<Part*, std::unique_ptr<Part>> parts_;  // outstanding requests
   std::vector<Part*> completed_;  // filled by the callbacks, handled by poll_once()
-  Handle next_handle_ = 1;
   Status failed_;
   Status suspected_;                      // a peer failure waiting out its grace
   Clock::time_point suspected_until_{};  // when that grace ends
