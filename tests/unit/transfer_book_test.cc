@@ -37,7 +37,8 @@ struct PostLog {
 
 TEST(TransferBook, PayloadsArePostedInIrecvOrderOnceTheirHeadersCheckedOut) {
   Book book;
-  char a[16], b[16];
+  char a[16] = {};
+  char b[16] = {};
   Transfer* first = nullptr;
   Transfer* second = nullptr;
   const auto h1 = book.add_recv(1, 0, header_from(1, 0, 16), a, &first);
@@ -66,7 +67,8 @@ TEST(TransferBook, PayloadsArePostedInIrecvOrderOnceTheirHeadersCheckedOut) {
 
 TEST(TransferBook, ChannelsAndPeersQueueSeparately) {
   Book book;
-  char a[8], b[8];
+  char a[8] = {};
+  char b[8] = {};
   Transfer* on_channel_0 = nullptr;
   Transfer* on_channel_1 = nullptr;
   book.add_recv(1, 0, header_from(1, 0, 8), a, &on_channel_0);
@@ -79,7 +81,7 @@ TEST(TransferBook, ChannelsAndPeersQueueSeparately) {
 
 TEST(TransferBook, HeaderMismatchFinishesTheReceiveWithMismatch) {
   Book book;
-  char a[16];
+  char a[16] = {};
   Transfer* op = nullptr;
   const auto h = book.add_recv(1, 0, header_from(1, 0, 16), a, &op);
   WireHeader sent = header_from(1, 0, 16);
@@ -97,7 +99,7 @@ TEST(TransferBook, HeaderMismatchFinishesTheReceiveWithMismatch) {
 
 TEST(TransferBook, FailPendingFinishesEveryPendingTransfer) {
   Book book;
-  char a[4];
+  char a[4] = {};
   Transfer* recv = nullptr;
   Transfer* send = nullptr;
   const auto hr = book.add_recv(1, 0, header_from(1, 0, 4), a, &recv);
@@ -114,7 +116,7 @@ TEST(TransferBook, FailPendingFinishesEveryPendingTransfer) {
 }
 
 TEST(TransferArguments, NameTheBadArgument) {
-  char buffer[8];
+  char buffer[8] = {};
   EXPECT_TRUE(check_send_arguments(header_from(0, 0, 8), buffer, 8).is_ok());
   Status st = check_send_arguments(header_from(0, 0, 8), buffer, 7);
   EXPECT_EQ(st.code(), TIDEGATE_ERR_INVALID_ARGUMENT);
