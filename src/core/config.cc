@@ -24,6 +24,7 @@ const std::vector<ConfigEntry>& config_table() {
       {"TIDEGATE_ALGO", "", "Force algorithms, as collective=algorithm pairs separated by commas (e.g. allreduce=ring or allreduce=native); empty lets the plan decide."},
       {"TIDEGATE_ALLREDUCE_RD_MAX_BYTES", "16K", "With TIDEGATE_PROBE=off: allreduce messages up to this size use recursive doubling."},
       {"TIDEGATE_ALLREDUCE_RING_MIN_BYTES", "1M", "With TIDEGATE_PROBE=off: allreduce messages from this size use the ring; sizes between the two thresholds use Rabenseifner halving-doubling."},
+      {"TIDEGATE_SPIN_US", "100", "Microseconds the progress thread keeps polling the transport (yielding between polls) before it sleeps while an op waits for peers; saves a sleep and wake-up per round of small messages. 0 sleeps at once."},
       {"TIDEGATE_SEGMENT_BYTES", "1M", "Pipelining unit: ring steps are split into segments of at most this size so reduction overlaps transfer."},
       {"TIDEGATE_TCP_ADDR", "auto", "Address the TCP transport binds and advertises; auto uses the local address that reaches the store."},
       {"TIDEGATE_TCP_IFACE", "", "Network interface whose IPv4 address the TCP transport uses (overrides TIDEGATE_TCP_ADDR)."},
@@ -167,6 +168,7 @@ Status Config::validate_and_cache() {
   tcp_streams_ = static_cast<int>(streams);
   TG_RETURN_IF_ERROR(parse_size_variable(*this, "TIDEGATE_TCP_BUFFER_BYTES", 0, &tcp_buffer_bytes_));
   TG_RETURN_IF_ERROR(parse_size_variable(*this, "TIDEGATE_SEGMENT_BYTES", 4096, &segment_bytes_));
+  TG_RETURN_IF_ERROR(parse_positive_integer(*this, "TIDEGATE_SPIN_US", 0, 100000, &spin_us_));
   TG_RETURN_IF_ERROR(parse_size_variable(*this, "TIDEGATE_ALLREDUCE_RD_MAX_BYTES", 0, &rd_max_bytes_));
   TG_RETURN_IF_ERROR(parse_size_variable(*this, "TIDEGATE_ALLREDUCE_RING_MIN_BYTES", 0, &ring_min_bytes_));
 

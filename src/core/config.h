@@ -51,6 +51,7 @@ class Config {
   int64_t probe_budget_ms() const { return probe_budget_ms_; }
   int64_t replan_interval() const { return replan_interval_; }  // 0 = never
   double replan_margin() const { return replan_margin_; }
+  int64_t spin_us() const { return spin_us_; }
 
   // Variables set by job launchers (Open MPI, PMI, Slurm), captured by from_environment() so
   // that rank discovery needs no getenv of its own: "" when unset or not a launcher variable.
@@ -76,6 +77,7 @@ class Config {
   int64_t probe_budget_ms_ = 800;
   int64_t replan_interval_ = 64;
   double replan_margin_ = 0.25;
+  int64_t spin_us_ = 100;
   std::map<std::string, std::string> forced_algorithms_;
 };
 

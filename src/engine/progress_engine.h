@@ -59,10 +59,13 @@ class ProgressEngine {
   void wake_all();
   // Drives the transports while no op is active, so that a peer's abort or death is noticed.
   Status progress_idle();
+  // Drives the active op's transport until something moved or kMaxBlock passed.
+  Status wait_on_wire();
 
   TaskContext context_;
   std::vector<Transport*> transports_;  // context_.transport is the active op's
   Planner* planner_ = nullptr;          // nullptr: fixed rule on transports_[0]
+  const int64_t spin_us_;               // TIDEGATE_SPIN_US: polling before blocking
   mutable std::mutex mutex_;
   std::deque<std::shared_ptr<Request>> queue_;  // guarded by mutex_
   Status failure_;                               // guarded by mutex_
