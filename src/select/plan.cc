@@ -91,15 +91,16 @@ std::string valid_names(const Cell& cell) {
 
 // An op planned off the first transport, or onto a native collective, first checks its
 // identity on the first transport (engine/progress_engine.cc): a header-only dissemination
-// round of ceil(log2 P) steps, each about one latency of that transport.
+// round, priced as the model prices a dissemination barrier there (never corrected: the
+// corrections belong to the op's own choice).
 double identity_check_us(const PlanInputs& in, const Candidate& c) {
   if (in.size <= 1 || in.transports.empty()) return 0;
   if (c.transport == in.transports.front().name && c.algorithm != "native") return 0;
   const TransportFigures* first = in.profile.find(in.transports.front().name);
   if (first == nullptr) return 0;
-  int rounds = 0;
-  while ((1 << rounds) < in.size) ++rounds;
-  return rounds * first->alpha_us;
+  const double us = predicted_us(in.profile, *first, "dissemination",
+                                 CostQuery{OpKind::kBarrier, 0, in.size}, Corrections{});
+  return std::max(us, 0.0);
 }
 
 double cost_of(const PlanInputs& in, const Candidate& c, OpKind kind, int64_t bytes) {
