@@ -61,23 +61,18 @@ function(tidegate_dependency NAME DESCRIPTION)
   set(TIDEGATE_HAVE_${NAME} ${have} CACHE INTERNAL "")
 endfunction()
 
-# tidegate_register_transport(name factory_function target): links the transport's object
-# target into libtidegate and adds it to the generated transport table.
-function(tidegate_register_transport NAME FACTORY TARGET)
+# tidegate_register_transport(name factory_function): adds a transport (whose component was
+# declared with tidegate_component) to the generated transport table.
+function(tidegate_register_transport NAME FACTORY)
   set(TIDEGATE_TRANSPORTS ${TIDEGATE_TRANSPORTS} "${NAME}:${FACTORY}" CACHE INTERNAL "")
-  tidegate_add_component(${TARGET})
 endfunction()
 
-# tidegate_add_component(target): an OBJECT library whose objects join libtidegate (optional
-# parts such as the MPI bootstrap); its PUBLIC link libraries become libtidegate's.
-function(tidegate_add_component TARGET)
-  set(TIDEGATE_TRANSPORT_TARGETS ${TIDEGATE_TRANSPORT_TARGETS} ${TARGET} CACHE INTERNAL "")
-endfunction()
-
-# Builds, from the core objects plus every registered transport's objects:
+# Builds, from the objects of every component (tidegate_component):
 #   tidegate_shared   -> libtidegate.so, exported as tidegate::tidegate
 #   tidegate_internal -> a static archive for tests and tools that need internal classes
+# and runs the layer check (cmake/check_layers.py) as part of every build.
 function(tidegate_add_library_targets)
+  get_property(components GLOBAL PROPERTY TIDEGATE_COMPONENTS)
   add_library(tidegate_shared SHARED)
   add_library(tidegate::tidegate ALIAS tidegate_shared)
   set_target_properties(tidegate_shared PROPERTIES OUTPUT_NAME tidegate EXPORT_NAME tidegate
@@ -85,15 +80,19 @@ function(tidegate_add_library_targets)
   target_include_directories(tidegate_shared PUBLIC
     $<BUILD_INTERFACE:${PROJECT_SOURCE_DIR}/include> $<INSTALL_INTERFACE:${CMAKE_INSTALL_INCLUDEDIR}>)
   add_library(tidegate_internal STATIC)
-  target_include_directories(tidegate_internal PUBLIC ${PROJECT_SOURCE_DIR}/include ${PROJECT_SOURCE_DIR}/src
-                             ${PROJECT_SOURCE_DIR} ${PROJECT_BINARY_DIR}/generated)
-  # Linking an object library adds its objects and its usage requirements (MPI, UCX, ...).
-  target_link_libraries(tidegate_shared PRIVATE tidegate ${TIDEGATE_TRANSPORT_TARGETS})
-  target_link_libraries(tidegate_internal PUBLIC tidegate ${TIDEGATE_TRANSPORT_TARGETS}
-                        OpenSSL::Crypto Threads::Threads)
-endfunction()
+  # Linking an object library directly adds its objects and its usage requirements.
+  target_link_libraries(tidegate_shared PRIVATE ${components})
+  target_link_libraries(tidegate_internal PUBLIC ${components})
 
-set(TIDEGATE_TRANSPORT_TARGETS "" CACHE INTERNAL "")
+  find_package(Python3 COMPONENTS Interpreter REQUIRED)
+  add_custom_target(tidegate_layer_check ALL
+    COMMAND Python3::Interpreter ${PROJECT_SOURCE_DIR}/cmake/check_layers.py
+            --table ${PROJECT_BINARY_DIR}/generated/layers.txt --root ${PROJECT_SOURCE_DIR}
+    COMMENT "Checking that every #include respects the layers (cmake/check_layers.py)"
+    VERBATIM)
+  add_dependencies(tidegate_shared tidegate_layer_check)
+  set(TIDEGATE_PYTHON3 ${Python3_EXECUTABLE} CACHE INTERNAL "")
+endfunction()
 
 function(tidegate_write_transport_table)
   set(decls "")

@@ -4,8 +4,8 @@
 #include <cstdlib>
 #include <cstring>
 
-#include "core/config.h"
-#include "core/types.h"
+#include "base/config.h"
+#include "base/types.h"
 
 namespace tidegate::bench {
 

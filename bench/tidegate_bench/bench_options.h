@@ -7,7 +7,7 @@
 #include <string>
 
 #include "bench/tidegate_bench/bench_case.h"
-#include "core/status.h"
+#include "base/status.h"
 
 namespace tidegate::bench {
 

@@ -2,7 +2,7 @@
 
 #include <cstring>
 
-#include "collectives/half.h"
+#include "numeric/half.h"
 
 namespace tidegate::bench {
 

@@ -4,9 +4,9 @@
 #include <cstdio>
 #include <memory>
 
-#include "collectives/algorithms.h"
+#include "collectives/algorithm_table.h"
 #include "collectives/collective_args.h"
-#include "core/c_api_internal.h"
+#include "api/c_api_internal.h"
 
 namespace tidegate::bench {
 

@@ -6,7 +6,7 @@
 #include <string>
 
 #include "bench/tidegate_bench/bench_case.h"
-#include "core/status.h"
+#include "base/status.h"
 #include "tidegate/tidegate.h"
 
 namespace tidegate::bench::mpi {

@@ -5,7 +5,7 @@
 #include <cerrno>
 #include <cstring>
 
-#include "core/types.h"
+#include "base/types.h"
 
 namespace tidegate::bench {
 

@@ -9,7 +9,7 @@
 #include <functional>
 #include <vector>
 
-#include "core/status.h"
+#include "base/status.h"
 #include "tidegate/tidegate.h"
 
 namespace tidegate::bench {

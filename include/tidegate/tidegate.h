@@ -232,7 +232,11 @@ TIDEGATE_API tidegate_status_t tidegate_comm_size(tidegate_comm_t comm, int* siz
 /* Requests                                                                                    */
 /* ------------------------------------------------------------------------------------------ */
 
-/** Opaque handle of one posted collective. Requests complete in posting order. */
+/**
+ * Opaque handle of one posted collective. Up to TIDEGATE_OPS_IN_FLIGHT collectives of a
+ * communicator run at once, but requests complete in posting order: when a request reports
+ * done, every request posted before it on the same communicator has finished too.
+ */
 typedef struct tidegate_request* tidegate_request_t;
 
 /**
@@ -248,6 +252,26 @@ TIDEGATE_API tidegate_status_t tidegate_request_test(tidegate_request_t request,
  */
 TIDEGATE_API tidegate_status_t tidegate_request_wait(tidegate_request_t request,
                                                      int64_t timeout_ms);
+
+/**
+ * Function called once when a request finishes: `status` is the collective's status. Inside the
+ * call, tidegate_last_error() returns the collective's message (empty on success).
+ */
+typedef void (*tidegate_request_callback_t)(void* user_data, tidegate_status_t status);
+
+/**
+ * Register `callback(user_data, status)` to run once `request` finishes. It runs on the
+ * communicator's progress thread as the request completes (requests complete in posting order),
+ * or at once on the calling thread when the request has already finished. Several callbacks on
+ * one request run in the order they were registered. The callback must return promptly: it must
+ * not block, and must not wait for a request of the same communicator (that would stall the
+ * progress thread); setting a future or signalling another thread is the intended use. The
+ * request handle may be freed after this call; the callback still runs. Thread-safe.
+ * Errors: INVALID_ARGUMENT for a NULL request or callback.
+ */
+TIDEGATE_API tidegate_status_t tidegate_request_on_complete(tidegate_request_t request,
+                                                            tidegate_request_callback_t callback,
+                                                            void* user_data);
 
 /**
  * Release a request handle. A request that has not finished keeps running to completion

@@ -11,9 +11,11 @@
 #define TIDEGATE_TIDEGATE_HPP
 
 #include <cstdint>
+#include <functional>
+#include <memory>
 #include <stdexcept>
-#include <type_traits>
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -81,6 +83,22 @@ class Request {
   }
   // Waits (timeout_ms < 0: the configured default); throws on error or timeout.
   void wait(int64_t timeout_ms = -1) { check(tidegate_request_wait(handle_, timeout_ms)); }
+  // Runs callback(status, message) once the request finishes, on the progress thread (or at
+  // once, here, if it already has); see tidegate_request_on_complete for what it may do.
+  // `message` is empty on success. The callback must not throw.
+  void on_complete(std::function<void(tidegate_status_t, const std::string&)> callback) {
+    auto* owned = new std::function<void(tidegate_status_t, const std::string&)>(std::move(callback));
+    const tidegate_status_t status = tidegate_request_on_complete(
+        handle_,
+        [](void* user_data, tidegate_status_t code) {
+          std::unique_ptr<std::function<void(tidegate_status_t, const std::string&)>> fn(
+              static_cast<std::function<void(tidegate_status_t, const std::string&)>*>(user_data));
+          (*fn)(code, tidegate_last_error());
+        },
+        owned);
+    if (status != TIDEGATE_OK) delete owned;
+    check(status);
+  }
   tidegate_request_t get() const noexcept { return handle_; }
 
  private:

@@ -6,8 +6,8 @@
 
 #include <memory>
 
-#include "bootstrap/store.h"
-#include "core/status.h"
+#include "base/store.h"
+#include "base/status.h"
 #include "tidegate/tidegate.h"
 
 namespace tidegate {

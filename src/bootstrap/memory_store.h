@@ -7,7 +7,7 @@
 #include <mutex>
 #include <string>
 
-#include "bootstrap/store.h"
+#include "base/store.h"
 
 namespace tidegate {
 

@@ -5,8 +5,8 @@
 
 #include <string>
 
-#include "core/config.h"
-#include "core/status.h"
+#include "base/config.h"
+#include "base/status.h"
 
 namespace tidegate {
 

@@ -13,9 +13,9 @@
 #include <memory>
 #include <string>
 
-#include "bootstrap/auth.h"
-#include "bootstrap/store.h"
-#include "core/status.h"
+#include "base/auth.h"
+#include "base/store.h"
+#include "base/status.h"
 
 namespace tidegate {
 

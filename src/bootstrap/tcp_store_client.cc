@@ -6,8 +6,8 @@
 
 #include "bootstrap/tcp_store.h"
 #include "bootstrap/tcp_store_protocol.h"
-#include "core/log.h"
-#include "core/socket_util.h"
+#include "base/log.h"
+#include "base/socket_util.h"
 
 namespace tidegate {
 

@@ -5,7 +5,7 @@
 #include <algorithm>
 #include <cerrno>
 
-#include "bootstrap/auth_proof.h"
+#include "base/auth_proof.h"
 
 namespace tidegate {
 

@@ -7,11 +7,11 @@
 #include <cstddef>
 #include <string>
 
-#include "bootstrap/auth.h"
+#include "base/auth.h"
 #include "bootstrap/tcp_store_server.h"
-#include "core/socket_util.h"
-#include "core/status.h"
-#include "core/types.h"
+#include "base/socket_util.h"
+#include "base/status.h"
+#include "base/types.h"
 
 namespace tidegate {
 

@@ -8,8 +8,8 @@
 #include <cstdint>
 #include <string>
 
-#include "bootstrap/store.h"
-#include "core/status.h"
+#include "base/store.h"
+#include "base/status.h"
 
 namespace tidegate {
 

@@ -3,7 +3,7 @@
 #include <algorithm>
 
 #include "bootstrap/tcp_store_server_impl.h"
-#include "core/log.h"
+#include "base/log.h"
 
 namespace tidegate {
 

@@ -16,7 +16,7 @@
 #include <cerrno>
 
 #include "bootstrap/tcp_store_server_impl.h"
-#include "core/log.h"
+#include "base/log.h"
 
 namespace tidegate {
 

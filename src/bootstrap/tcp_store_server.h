@@ -9,11 +9,11 @@
 #include <memory>
 #include <string>
 
-#include "bootstrap/auth.h"
+#include "base/auth.h"
 #include "bootstrap/tcp_store.h"
 #include "bootstrap/tcp_store_protocol.h"
-#include "core/status.h"
-#include "core/types.h"
+#include "base/status.h"
+#include "base/types.h"
 
 namespace tidegate {
 

@@ -12,11 +12,11 @@
 #include <thread>
 #include <vector>
 
-#include "bootstrap/auth_proof.h"
+#include "base/auth_proof.h"
 #include "bootstrap/tcp_store_connection.h"
 #include "bootstrap/tcp_store_protocol.h"
 #include "bootstrap/tcp_store_server.h"
-#include "core/socket_util.h"
+#include "base/socket_util.h"
 
 namespace tidegate {
 

@@ -8,7 +8,7 @@
 
 #include "collectives/algorithms.h"
 #include "collectives/task.h"
-#include "core/transport.h"
+#include "base/transport.h"
 
 namespace tidegate {
 

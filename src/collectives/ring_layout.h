@@ -8,7 +8,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "core/types.h"
+#include "base/types.h"
 
 namespace tidegate {
 

@@ -9,9 +9,9 @@
 #include <string>
 
 #include "collectives/collective_args.h"
-#include "core/config.h"
-#include "core/status.h"
-#include "core/transport.h"
+#include "base/config.h"
+#include "base/status.h"
+#include "base/transport.h"
 
 namespace tidegate {
 
@@ -41,18 +41,5 @@ class CollectiveTask {
   // Algorithm name for logs and benchmarks ("ring", "recursive_doubling", ...).
   virtual const char* algorithm() const = 0;
 };
-
-// Chooses the algorithm for `args` (forced by TIDEGATE_ALGO or by the size rule) and builds its
-// task. INVALID_ARGUMENT/CONFIG when a forced algorithm does not exist for that collective.
-Status make_collective_task(const TaskContext& context, const CollectiveArgs& args,
-                            std::unique_ptr<CollectiveTask>* task);
-
-// Builds the task of the named algorithm (the planner's choice) for `args` on
-// context.transport. CONFIG error naming the valid algorithms when `name` is not one.
-Status make_collective_task_with(const TaskContext& context, const CollectiveArgs& args,
-                                 const std::string& name, std::unique_ptr<CollectiveTask>* task);
-
-// Name of the algorithm make_collective_task would choose (for benchmarks and logs).
-std::string planned_algorithm(const TaskContext& context, const CollectiveArgs& args);
 
 }  // namespace tidegate

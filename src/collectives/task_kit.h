@@ -16,9 +16,9 @@
 
 #include "collectives/collective_args.h"
 #include "collectives/task.h"
-#include "core/status.h"
-#include "core/transport.h"
-#include "core/wire_header.h"
+#include "base/status.h"
+#include "base/transport.h"
+#include "base/wire_header.h"
 
 namespace tidegate {
 

@@ -19,7 +19,7 @@
 #include <vector>
 
 #include "compress/codec.h"
-#include "core/status.h"
+#include "base/status.h"
 
 namespace tidegate {
 

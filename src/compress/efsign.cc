@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "collectives/half.h"
+#include "numeric/half.h"
 #include "compress/bitpack.h"
 #include "compress/codec_spec.h"
 #include "compress/float_io.h"

@@ -27,8 +27,8 @@
 #include <vector>
 
 #include "compress/codec.h"
-#include "core/status.h"
-#include "core/types.h"
+#include "base/status.h"
+#include "base/types.h"
 
 namespace tidegate {
 

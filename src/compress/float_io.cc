@@ -6,7 +6,7 @@
 #include <cstring>
 #include <string>
 
-#include "collectives/half.h"
+#include "numeric/half.h"
 #include "compress/half_vec.h"
 #include "compress/simd.h"
 

@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "compress/float_io.h"
-#include "core/types.h"
+#include "base/types.h"
 
 namespace tidegate {
 

@@ -6,7 +6,7 @@
 #include <memory>
 #include <string>
 
-#include "collectives/half.h"
+#include "numeric/half.h"
 #include "compress/codec_spec.h"
 #include "compress/half_codec.h"
 #include "compress/half_vec.h"

@@ -11,7 +11,7 @@
 #include <cstdint>
 #include <cstring>
 
-#include "collectives/half.h"
+#include "numeric/half.h"
 #include "compress/simd.h"
 
 namespace tidegate {

@@ -5,7 +5,7 @@
 #include <thread>
 #include <vector>
 
-#include "core/types.h"
+#include "base/types.h"
 
 namespace tidegate {
 

@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <functional>
 
-#include "core/status.h"
+#include "base/status.h"
 
 namespace tidegate {
 

@@ -10,7 +10,7 @@
 #include <type_traits>
 
 #include "compress/codec.h"
-#include "core/status.h"
+#include "base/status.h"
 
 namespace tidegate {
 

@@ -27,7 +27,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "core/status.h"
+#include "base/status.h"
 
 namespace tidegate {
 

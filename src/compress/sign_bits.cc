@@ -1,6 +1,6 @@
 #include "compress/sign_bits.h"
 
-#include "collectives/half.h"
+#include "numeric/half.h"
 #include "compress/bitpack.h"
 #include "compress/simd.h"
 

@@ -14,7 +14,7 @@
 #include <cmath>
 #include <cstdint>
 
-#include "collectives/half.h"
+#include "numeric/half.h"
 #include "compress/simd.h"
 #include "compress/stochastic.h"
 #include "compress/vec16.h"

@@ -21,8 +21,8 @@
 #include <cstdint>
 
 #include "compress/codec.h"
-#include "core/status.h"
-#include "core/types.h"
+#include "base/status.h"
+#include "base/types.h"
 
 namespace tidegate {
 

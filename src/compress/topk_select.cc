@@ -10,7 +10,7 @@
 #include "compress/magnitude_scan.h"
 #include "compress/parallel.h"
 #include "compress/seeded_random.h"
-#include "core/types.h"
+#include "base/types.h"
 
 namespace tidegate {
 namespace {

@@ -5,8 +5,9 @@
 #include <thread>
 #include <utility>
 
-#include "collectives/algorithms.h"
-#include "core/log.h"
+#include "base/log.h"
+#include "collectives/algorithm_table.h"
+#include "select/size_rule.h"
 
 namespace tidegate {
 
@@ -18,6 +19,10 @@ constexpr Milliseconds kMaxBlock(50);
 std::string op_label(const CollectiveArgs& args) {
   return std::string(op_kind_name(args.kind)) + " op #" + std::to_string(args.op_seq);
 }
+
+int window_of(const Config* config) {
+  return config != nullptr ? static_cast<int>(config->ops_in_flight()) : 1;
+}
 }  // namespace
 
 ProgressEngine::ProgressEngine(TaskContext context)
@@ -28,7 +33,9 @@ ProgressEngine::ProgressEngine(TaskContext context, std::vector<Transport*> tran
     : context_(context),
       transports_(std::move(transports)),
       planner_(planner),
-      spin_us_(context.config != nullptr ? context.config->spin_us() : 0) {
+      spin_us_(context.config != nullptr ? context.config->spin_us() : 0),
+      window_(window_of(context.config)),
+      transport_activity_(transports_.size(), false) {
   context_.transport = transports_.front();
   thread_running_ = true;
   thread_ = std::thread([this] { run(); });
@@ -78,8 +85,8 @@ void ProgressEngine::abort(const Status& reason) {
   bool thread_gone = false;
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    // The active op belongs to the progress thread: it applies the abort itself, unless it has
-    // already exited (after an earlier failure), in which case nobody else touches the ops.
+    // The ops in flight belong to the progress thread: it applies the abort itself, unless it
+    // has already exited (after an earlier failure), in which case nobody else touches them.
     if (thread_running_) pending_abort_ = reason;
     thread_gone = !thread_running_;
   }
@@ -96,25 +103,24 @@ void ProgressEngine::fail_and_tell_peers(const Status& reason) {
   // Relayed even when the failure came from a peer (its abort, or a lost connection): a rank
   // that leaves without passing the root cause on would make the others see only "connection
   // lost" instead of the error that started it. The transport sends it at most once.
+  TG_LOG(kError, "rank " + std::to_string(context_.rank), reason.to_string());
   for (Transport* transport : transports_) transport->abort(reason);
   fail(reason);
 }
 
 void ProgressEngine::fail(const Status& reason) {
   std::deque<std::shared_ptr<Request>> victims;
-  std::shared_ptr<Request> active;
   {
     std::lock_guard<std::mutex> lock(mutex_);
     if (failure_.is_ok()) failure_ = reason;
     victims.swap(queue_);
   }
-  // The active op belongs to the progress thread; fail() is called either on that thread or
-  // after it has been joined, so reading active_ here is safe.
-  if (active_) {
-    active_->complete(Status(reason.code(), op_label(active_->args()) + ": " + reason.message()));
-    active_.reset();
-    task_.reset();
-    main_task_.reset();
+  // The window belongs to the progress thread; fail() is called either on that thread or after
+  // it has been joined, so touching active_ here is safe. Completed in posting order.
+  std::deque<ActiveOp> in_flight;
+  in_flight.swap(active_);
+  for (ActiveOp& op : in_flight) {
+    op.request->complete(Status(reason.code(), op_label(op.request->args()) + ": " + reason.message()));
   }
   for (auto& request : victims) {
     request->complete(Status(reason.code(), op_label(request->args()) +
@@ -123,109 +129,201 @@ void ProgressEngine::fail(const Status& reason) {
   }
 }
 
-bool ProgressEngine::start_next_op() {
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    if (queue_.empty()) return false;
-    active_ = std::move(queue_.front());
-    queue_.pop_front();
+void ProgressEngine::admit_ops() {
+  while (static_cast<int>(active_.size()) < window_) {
+    // A re-planning round in the window is a fence: the ops after it are planned with what it
+    // decides, on every rank alike.
+    if (!active_.empty() && active_.back().args.replan_round) return;
+    std::shared_ptr<Request> request;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (queue_.empty()) return;
+      request = std::move(queue_.front());
+      queue_.pop_front();
+    }
+    for (ActiveOp& other : active_) other.ran_alone = false;
+    active_.emplace_back();
+    ActiveOp& op = active_.back();
+    op.request = std::move(request);
+    op.ran_alone = active_.size() == 1;
+    op.started = op.last_progress = Clock::now();
+    Status status = plan_op(op);
+    if (!status.is_ok()) {
+      fail_and_tell_peers(status);
+      return;
+    }
   }
-  Status status = make_active_task();
-  if (status.is_ok()) status = task_->start();
-  last_progress_ = Clock::now();
-  started_ = last_progress_;
-  if (!status.is_ok()) fail_and_tell_peers(status);
+}
+
+Status ProgressEngine::add_phase(ActiveOp& op, Transport* transport, const AlgorithmRow& algorithm) {
+  OpPhase phase;
+  phase.context = context_;
+  phase.context.transport = transport;
+  const uint32_t slot = static_cast<uint32_t>(op.args.op_seq % static_cast<uint64_t>(window_));
+  const uint32_t channels = transport->capabilities().channels;
+  phase.context.channel = channels == 0 ? slot : slot % channels;
+  phase.lane = {transport, algorithm.native() ? Lane::kNativeChannel : phase.context.channel};
+  TG_RETURN_IF_ERROR(make_algorithm_task(phase.context, op.args, algorithm, &phase.task));
+  op.phases.push_back(std::move(phase));
+  return Status::ok();
+}
+
+Status ProgressEngine::plan_op(ActiveOp& op) {
+  op.args = op.request->args();
+  if (planner_ == nullptr) {
+    const AlgorithmRow* row = nullptr;
+    TG_RETURN_IF_ERROR(fixed_algorithm(*context_.config, op.args, &row));
+    return add_phase(op, transports_.front(), *row);
+  }
+  if (op.args.replan_round) {
+    op.replan_buffer.assign(static_cast<size_t>(planner_->replan_statistics_count()), 0.0);
+    planner_->fill_replan_statistics(op.replan_buffer.data());
+    op.args.input.data = op.args.output.data = op.replan_buffer.data();
+    op.args.input.count = op.args.output.count = planner_->replan_statistics_count();
+  }
+  TG_RETURN_IF_ERROR(planner_->choose(op.args, &op.decision));
+  Transport* chosen = transports_[static_cast<size_t>(op.decision.transport_index)];
+  // Ranks whose op arguments differ (a count mismatch) may plan different transports or a
+  // native collective, whose messages never meet the others': nothing would then compare their
+  // headers and the op would hang until the deadline. So such an op first checks its identity
+  // on the first transport, in the messages tidegate's own algorithms start with. A rank that
+  // planned otherwise sends its first message there too, and the mismatch is named at once.
+  if (op.decision.transport_index != 0 || op.decision.algorithm->native()) {
+    TG_RETURN_IF_ERROR(add_phase(op, transports_.front(), identity_check_algorithm()));
+  }
+  return add_phase(op, chosen, *op.decision.algorithm);
+}
+
+bool ProgressEngine::lane_free(size_t index, const Lane& lane) const {
+  for (size_t j = 0; j < index; ++j) {
+    if (active_[j].holds(lane)) return false;
+  }
   return true;
 }
 
-void ProgressEngine::advance_active_op(bool transport_activity) {
-  bool done = false;
-  Status status = task_->advance(&done);
-  if (status.is_ok() && done && main_task_) {
-    // The identity check passed on every rank: run the op itself on its own transport.
-    task_ = std::move(main_task_);
-    context_.transport = main_transport_;
-    done = false;
-    status = task_->start();
-    if (status.is_ok()) status = task_->advance(&done);
-  }
-  if (status.is_ok() && done) {
-    if (planner_ != nullptr) {
-      if (active_args_.replan_round) {
-        // Every rank now holds the same sums: every rank re-plans (or not) identically.
-        if (planner_->apply_replan_statistics(replan_buffer_.data())) {
-          TG_LOG(kInfo, "rank " + std::to_string(context_.rank), "re-planned:\n" + planner_->plan_table());
-        }
-      } else {
-        const double us = std::chrono::duration<double, std::micro>(Clock::now() - started_).count();
-        planner_->record(active_args_, decision_, us);
-      }
+Status ProgressEngine::advance_op(size_t index, bool* phase_finished) {
+  ActiveOp& op = active_[index];
+  while (!op.finished) {
+    OpPhase& phase = op.phases[op.current];
+    if (!phase.started) {
+      if (!lane_free(index, phase.lane)) return Status::ok();  // an earlier op goes first
+      phase.started = true;
+      op.last_progress = Clock::now();
+      TG_RETURN_IF_ERROR(phase.task->start());
     }
-    active_->complete(Status::ok());
-    active_.reset();
-    task_.reset();
+    bool done = false;
+    TG_RETURN_IF_ERROR(phase.task->advance(&done));
+    if (!done) return Status::ok();
+    phase.task.reset();
+    *phase_finished = true;
+    op.last_progress = Clock::now();
+    if (++op.current == op.phases.size()) {
+      op.finished = true;
+      on_op_finished(op);
+    }
+  }
+  return Status::ok();
+}
+
+bool ProgressEngine::advance_ops() {
+  bool any_finished = false;
+  for (size_t i = 0; i < active_.size(); ++i) {
+    Status status = advance_op(i, &any_finished);
+    if (!status.is_ok()) {
+      fail_and_tell_peers(status);  // fail() names each op it ends
+      return true;
+    }
+  }
+  return any_finished;
+}
+
+void ProgressEngine::on_op_finished(ActiveOp& op) {
+  if (planner_ == nullptr) return;
+  if (op.args.replan_round) {
+    // Every rank now holds the same sums: every rank re-plans (or not) identically.
+    if (planner_->apply_replan_statistics(op.replan_buffer.data())) {
+      TG_LOG(kInfo, "rank " + std::to_string(context_.rank), "re-planned:\n" + planner_->plan_table());
+    }
     return;
   }
-  const Clock::time_point now = Clock::now();
-  if (transport_activity) last_progress_ = now;
-  if (status.is_ok() && now - last_progress_ > Milliseconds(context_.config->timeout_ms())) {
-    status = timeout_error(op_label(active_->args()) + " (" + task_->algorithm() +
-                           ") made no progress for " + std::to_string(context_.config->timeout_ms()) +
-                           " ms (TIDEGATE_TIMEOUT_MS) on rank " + std::to_string(context_.rank) +
-                           ": a peer is stalled or dead, or did not post this collective");
-  }
-  if (!status.is_ok()) {
-    TG_LOG(kError, "rank " + std::to_string(context_.rank), status.to_string());
-    fail_and_tell_peers(status);
+  // An op that shared the wire with others says little about its own cost.
+  if (!op.ran_alone) return;
+  const double us = std::chrono::duration<double, std::micro>(Clock::now() - op.started).count();
+  planner_->record(op.args, op.decision, us);
+}
+
+void ProgressEngine::complete_in_order() {
+  while (!active_.empty() && active_.front().finished) {
+    std::shared_ptr<Request> request = std::move(active_.front().request);
+    active_.pop_front();
+    request->complete(Status::ok());
   }
 }
 
-Status ProgressEngine::make_active_task() {
-  active_args_ = active_->args();
-  if (planner_ == nullptr) {
-    context_.transport = transports_.front();
-    return make_collective_task(context_, active_args_, &task_);
+Status ProgressEngine::check_deadlines(Clock::time_point now) {
+  const Milliseconds timeout(context_.config->timeout_ms());
+  for (ActiveOp& op : active_) {
+    OpPhase* phase = op.phase();
+    if (phase == nullptr) continue;
+    if (phase->started && transport_activity_[transport_index(phase->context.transport)]) {
+      op.last_progress = now;
+    }
+    // An op waiting for an earlier op's lane is as stalled as that op: only the phases that
+    // run can time out, and the earliest op always runs.
+    if (!phase->started || now - op.last_progress <= timeout) continue;
+    const char* algorithm = phase->task ? phase->task->algorithm() : "?";
+    return timeout_error(op_label(op.args) + " (" + algorithm + ") made no progress for " +
+                         std::to_string(context_.config->timeout_ms()) +
+                         " ms (TIDEGATE_TIMEOUT_MS) on rank " + std::to_string(context_.rank) +
+                         ": a peer is stalled or dead, or did not post this collective");
   }
-  if (active_args_.replan_round) {
-    replan_buffer_.assign(static_cast<size_t>(planner_->replan_statistics_count()), 0.0);
-    planner_->fill_replan_statistics(replan_buffer_.data());
-    active_args_.input.data = replan_buffer_.data();
-    active_args_.output.data = replan_buffer_.data();
-    active_args_.input.count = active_args_.output.count = planner_->replan_statistics_count();
-  }
-  TG_RETURN_IF_ERROR(planner_->choose(active_args_, &decision_));
-  context_.transport = transports_[static_cast<size_t>(decision_.transport_index)];
-  main_task_.reset();
-  if (decision_.transport_index == 0 && decision_.algorithm != "native") {
-    return make_collective_task_with(context_, active_args_, decision_.algorithm, &task_);
-  }
-  // Ranks whose op arguments differ (a count mismatch) may plan different transports or a
-  // native collective, whose messages never meet the others': nothing would then compare
-  // their headers and the op would hang until the deadline. So such an op first checks its
-  // identity on the first transport, in the messages tidegate's own algorithms start with: a
-  // header-only dissemination round carrying the op's header. A rank that planned otherwise
-  // sends its first message there too, and the mismatch is named at once.
-  TG_RETURN_IF_ERROR(make_collective_task_with(context_, active_args_, decision_.algorithm, &main_task_));
-  main_transport_ = context_.transport;
-  context_.transport = transports_.front();
-  return make_identity_check_task(context_, active_args_, &task_);
+  return Status::ok();
 }
 
-// The active op waits for peers. Poll first, for up to TIDEGATE_SPIN_US, and block for events
-// only when nothing moved by then: a peer's reply to a small message usually comes within tens
-// of microseconds, and sleeping in the kernel for it costs a wake-up (a scheduler round trip)
-// per message round, which on a busy host doubled the time of a 1 KiB allreduce. Yielding
-// between polls leaves the CPU to a peer rank that shares it.
+size_t ProgressEngine::transport_index(const Transport* transport) const {
+  for (size_t i = 0; i < transports_.size(); ++i) {
+    if (transports_[i] == transport) return i;
+  }
+  return 0;
+}
+
+Status ProgressEngine::poll_transports(const std::vector<size_t>& indexes, Milliseconds wait,
+                                       bool* any) {
+  for (size_t i : indexes) {
+    bool activity = false;
+    TG_RETURN_IF_ERROR(transports_[i]->progress(wait, &activity));
+    if (activity) transport_activity_[i] = true;
+    *any = *any || activity;
+  }
+  return Status::ok();
+}
+
+// The running phases wait for peers. Poll first, for up to TIDEGATE_SPIN_US, and block for
+// events only when nothing moved by then: a peer's reply to a small message usually comes within
+// tens of microseconds, and sleeping in the kernel for it costs a wake-up (a scheduler round
+// trip) per message round, which on a busy host doubled the time of a 1 KiB allreduce. Yielding
+// between polls leaves the CPU to a peer rank that shares it. With phases on several
+// transports, the block is shared between them so that each is looked at promptly.
 Status ProgressEngine::wait_on_wire() {
-  TG_RETURN_IF_ERROR(context_.transport->progress(Milliseconds(0), &last_activity_));
-  if (last_activity_) return Status::ok();
-  const auto spin_until = Clock::now() + std::chrono::microseconds(spin_us_);
-  while (Clock::now() < spin_until) {
-    std::this_thread::yield();
-    TG_RETURN_IF_ERROR(context_.transport->progress(Milliseconds(0), &last_activity_));
-    if (last_activity_) return Status::ok();
+  std::fill(transport_activity_.begin(), transport_activity_.end(), false);
+  std::vector<size_t> running;
+  for (ActiveOp& op : active_) {
+    OpPhase* phase = op.phase();
+    if (phase == nullptr || !phase->started) continue;
+    const size_t index = transport_index(phase->context.transport);
+    if (std::find(running.begin(), running.end(), index) == running.end()) running.push_back(index);
   }
-  return context_.transport->progress(kMaxBlock, &last_activity_);
+  if (running.empty()) return Status::ok();
+  bool any = false;
+  TG_RETURN_IF_ERROR(poll_transports(running, Milliseconds(0), &any));
+  const auto spin_until = Clock::now() + std::chrono::microseconds(spin_us_);
+  while (!any && Clock::now() < spin_until) {
+    std::this_thread::yield();
+    TG_RETURN_IF_ERROR(poll_transports(running, Milliseconds(0), &any));
+  }
+  if (any) return Status::ok();
+  const Milliseconds share(std::max<int64_t>(1, kMaxBlock.count() / static_cast<int64_t>(running.size())));
+  return poll_transports(running, running.size() == 1 ? kMaxBlock : share, &any);
 }
 
 Status ProgressEngine::progress_idle() {
@@ -240,12 +338,11 @@ Status ProgressEngine::progress_idle() {
 
 void ProgressEngine::run() {
   while (true) {
-    bool idle = false;
     Status abort_reason;
     {
       std::lock_guard<std::mutex> lock(mutex_);
       abort_reason = std::exchange(pending_abort_, Status::ok());
-      idle = !active_ && queue_.empty();
+      const bool idle = active_.empty() && queue_.empty();
       if (abort_reason.is_ok() && (stopping_ || (idle && (draining_ || !failure_.is_ok())))) {
         thread_running_ = false;
         return;
@@ -255,18 +352,17 @@ void ProgressEngine::run() {
       fail(abort_reason);
       continue;  // the next pass exits: failure_ is set and nothing is left
     }
-    if (!active_) {
-      if (!start_next_op()) {
-        Status st = progress_idle();
-        if (!st.is_ok()) fail_and_tell_peers(st);
-        continue;
-      }
-      if (!active_) continue;  // the op failed to start
+    admit_ops();
+    if (active_.empty()) {
+      Status st = progress_idle();
+      if (!st.is_ok()) fail_and_tell_peers(st);
+      continue;
     }
-    advance_active_op(last_activity_);
-    last_activity_ = false;
-    if (!active_) continue;  // finished (or failed) without waiting on the wire
-    Status st = wait_on_wire();
+    const bool moved = advance_ops();
+    complete_in_order();
+    if (active_.empty()) continue;
+    Status st = check_deadlines(Clock::now());
+    if (st.is_ok() && !moved) st = wait_on_wire();
     if (!st.is_ok()) fail_and_tell_peers(st);
   }
 }

@@ -1,8 +1,20 @@
-// The progress engine: one thread per communicator that runs posted collectives in posting
-// order as resumable tasks over the transport. It owns every deadline of a running
-// collective: an op that makes no progress for TIDEGATE_TIMEOUT_MS fails with a timeout, and
-// any failure aborts the transport (so peers learn of it) and fails every later op with the
-// first error, because after a failed collective the ranks no longer agree on what was sent.
+// The progress engine: one thread per communicator that runs posted collectives as resumable
+// tasks over the transports, several at once.
+//
+// The window: up to TIDEGATE_OPS_IN_FLIGHT ops are in flight together, op k on window slot
+// k % window and so on that channel of its transport (a transport with fewer channels than the
+// window maps several slots onto one channel; see ActiveOp's lanes). Ops enter the window in
+// posting order, a phase starts only when no earlier op still holds its lane, and requests
+// complete in posting order even when a later op finishes first. So every rank sends the same
+// messages in the same order on every lane, whatever the local timing, and results stay
+// bitwise identical. A re-planning round is a fence: no later op enters the window before it
+// finished, so every rank plans the ops after it with the same plan.
+//
+// Deadlines and failure: each op has its own no-progress deadline (TIDEGATE_TIMEOUT_MS since
+// the later of its start and the last activity of the transport its phase runs on). The first
+// failure of any op aborts the transports (so peers learn of it) and fails that op and every
+// other op, in flight or queued, with that error: after a failed collective the ranks no longer
+// agree on what was sent.
 #pragma once
 
 #include <deque>
@@ -11,8 +23,9 @@
 #include <thread>
 #include <vector>
 
+#include "base/transport.h"
 #include "collectives/task.h"
-#include "core/transport.h"
+#include "engine/active_op.h"
 #include "engine/request.h"
 #include "select/planner.h"
 
@@ -44,28 +57,44 @@ class ProgressEngine {
   // The first failure of this communicator (ok while healthy). Thread-safe.
   Status failure() const;
 
+  // Ops that may be in flight at once (TIDEGATE_OPS_IN_FLIGHT).
+  int window() const { return window_; }
+
  private:
   void run();
-  // Starts the next queued op if none is active; returns false when the queue is empty.
-  bool start_next_op();
-  // Advances the active op; on completion or failure completes its request.
-  void advance_active_op(bool transport_activity);
-  // Fails the active and queued ops with `reason` (first failure wins).
+  // Moves queued ops into the window while it has room (progress thread).
+  void admit_ops();
+  // Builds an admitted op's phases on the transport and algorithm chosen for it.
+  Status plan_op(ActiveOp& op);
+  Status add_phase(ActiveOp& op, Transport* transport, const AlgorithmRow& algorithm);
+  // Starts the phases whose lanes are free and advances the running ones; returns whether any
+  // phase finished.
+  bool advance_ops();
+  Status advance_op(size_t index, bool* phase_finished);
+  bool lane_free(size_t index, const Lane& lane) const;
+  // An op's last phase finished: the planner learns from it (or applies a re-planning round).
+  void on_op_finished(ActiveOp& op);
+  // Completes finished ops at the front of the window, in posting order.
+  void complete_in_order();
+  Status check_deadlines(Clock::time_point now);
+  // Fails every op in flight and queued with `reason` (first failure wins).
   void fail(const Status& reason);
   // fail() after telling every peer (the transport's abort frames).
   void fail_and_tell_peers(const Status& reason);
-  // Builds the active op's task on the transport and algorithm the planner chooses.
-  Status make_active_task();
   void wake_all();
-  // Drives the transports while no op is active, so that a peer's abort or death is noticed.
+  // Drives the transports while no op is in flight, so that a peer's abort or death is noticed.
   Status progress_idle();
-  // Drives the active op's transport until something moved or kMaxBlock passed.
+  // Drives the transports of the running phases until something moved or kMaxBlock passed;
+  // records which transports moved in transport_activity_.
   Status wait_on_wire();
+  Status poll_transports(const std::vector<size_t>& indexes, Milliseconds wait, bool* any);
+  size_t transport_index(const Transport* transport) const;
 
-  TaskContext context_;
-  std::vector<Transport*> transports_;  // context_.transport is the active op's
+  TaskContext context_;                 // the template of every phase's context
+  std::vector<Transport*> transports_;  // the communicator's, in its order
   Planner* planner_ = nullptr;          // nullptr: fixed rule on transports_[0]
   const int64_t spin_us_;               // TIDEGATE_SPIN_US: polling before blocking
+  const int window_;                    // TIDEGATE_OPS_IN_FLIGHT
   mutable std::mutex mutex_;
   std::deque<std::shared_ptr<Request>> queue_;  // guarded by mutex_
   Status failure_;                               // guarded by mutex_
@@ -75,16 +104,8 @@ class ProgressEngine {
   Status pending_abort_;                         // guarded by mutex_; applied by the thread
 
   // Owned by the progress thread.
-  std::shared_ptr<Request> active_;
-  std::unique_ptr<CollectiveTask> task_;
-  std::unique_ptr<CollectiveTask> main_task_;  // runs after task_ (the identity check) is done
-  Transport* main_transport_ = nullptr;        // main_task_'s transport
-  CollectiveArgs active_args_;     // the active op's arguments as its task sees them
-  PlanDecision decision_;
-  Clock::time_point started_;
-  std::vector<double> replan_buffer_;  // the re-planning round's statistics, in place
-  Clock::time_point last_progress_;
-  bool last_activity_ = false;
+  std::deque<ActiveOp> active_;             // the window, in posting order
+  std::vector<bool> transport_activity_;    // per transport: moved in the last wait_on_wire()
 
   std::thread thread_;
 };

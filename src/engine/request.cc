@@ -5,9 +5,25 @@ namespace tidegate {
 void Request::complete(Status status) {
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    if (done_) return;
-    done_ = true;
+    if (finishing_ || done_) return;
+    finishing_ = true;
     status_ = std::move(status);
+  }
+  // The callbacks run before the request reads as done, so that a waiter released by wait()
+  // finds every callback's effect (a future set, a counter bumped) already there. Callbacks
+  // added meanwhile (by a callback, or by another thread) run in the same loop. status_ is
+  // immutable from here on, so reading it unlocked is safe.
+  while (true) {
+    std::vector<Callback> callbacks;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (callbacks_.empty()) {
+        done_ = true;
+        break;
+      }
+      callbacks.swap(callbacks_);
+    }
+    for (Callback& callback : callbacks) callback(status_);
   }
   finished_.notify_all();
 }
@@ -27,6 +43,17 @@ Status Request::wait(Deadline deadline) const {
                          "again, or abort the communicator)");
   }
   return status_;
+}
+
+void Request::on_complete(Callback callback) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (!done_) {
+      callbacks_.push_back(std::move(callback));
+      return;
+    }
+  }
+  callback(status_);
 }
 
 }  // namespace tidegate

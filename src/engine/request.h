@@ -1,25 +1,31 @@
 // A posted collective's completion state, shared between the caller's handle and the engine.
 // Follows c10d Work's semantics: test() never blocks, wait() blocks up to a deadline, and a
-// finished request keeps its final Status forever.
+// finished request keeps its final Status forever. A completion callback (for futures, e.g. the
+// PyTorch backend's Work::getFuture) runs once when the request finishes.
 #pragma once
 
 #include <condition_variable>
+#include <functional>
 #include <mutex>
+#include <vector>
 
+#include "base/status.h"
+#include "base/types.h"
 #include "collectives/collective_args.h"
-#include "core/status.h"
-#include "core/types.h"
 
 namespace tidegate {
 
 class Request {
  public:
+  using Callback = std::function<void(const Status& status)>;
+
   explicit Request(CollectiveArgs args) : args_(std::move(args)) {}
 
   // What the caller asked for (the engine reads it; it is immutable after posting).
   const CollectiveArgs& args() const { return args_; }
 
-  // Records the final status and wakes every waiter. Only the first call counts.
+  // Records the final status, runs the callbacks (on this thread, with no lock held), then
+  // marks the request done and wakes every waiter. Only the first call counts.
   void complete(Status status);
 
   // Non-blocking: true when finished, with the final status in *status.
@@ -28,12 +34,21 @@ class Request {
   // Blocks until finished or the deadline; TIMEOUT (naming the op) if the deadline came first.
   Status wait(Deadline deadline) const;
 
+  // Runs `callback(final status)` once the request finishes: on the thread that completes it
+  // (the communicator's progress thread), or at once on this thread if it already finished.
+  // Callbacks run in the order they were added. A callback must not block or wait for
+  // another request of the same communicator (it would hold up the progress thread).
+  // Thread-safe.
+  void on_complete(Callback callback);
+
  private:
   const CollectiveArgs args_;
   mutable std::mutex mutex_;
   mutable std::condition_variable finished_;
-  bool done_ = false;
+  bool finishing_ = false;  // complete() was called; its callbacks may still be running
+  bool done_ = false;       // finished and every callback has run
   Status status_;
+  std::vector<Callback> callbacks_;  // guarded by mutex_; emptied when they run
 };
 
 }  // namespace tidegate

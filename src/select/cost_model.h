@@ -1,20 +1,19 @@
 // The alpha-beta-gamma cost model (Hockney; Thakur, Rabenseifner & Gropp 2005): predicted time
-// of each (transport, algorithm) for a collective of n bytes on P ranks, from the probe's
-// figures. alpha = latency per message, beta = seconds per byte on a link (1/bandwidth),
-// gamma = seconds per byte reduced locally. Corrections (measured / predicted, learned online
-// by the planner) scale a (transport, algorithm) pair's prediction.
-//
-// Shaped for later additions: a codec adds its encode/decode gamma and its compression ratio
-// to the same formula as another candidate.
+// of each (transport, algorithm) for a collective of n bytes on P ranks. The formulas live with
+// the algorithms (each row of collectives/algorithm_table.h has one); this file turns the
+// agreed probe figures of a transport into their terms: alpha = latency per message, beta =
+// seconds per byte on a link (1/bandwidth), gamma = seconds per byte reduced locally.
+// Corrections (measured / predicted, learned online by the planner) scale a (transport,
+// algorithm) pair's prediction.
 #pragma once
 
 #include <cstdint>
 #include <map>
 #include <string>
 #include <utility>
-#include <vector>
 
-#include "core/types.h"
+#include "base/types.h"
+#include "collectives/algorithm_table.h"
 #include "select/probe_profile.h"
 
 namespace tidegate {
@@ -29,10 +28,15 @@ struct CostQuery {
   int size = 1;
 };
 
+// The terms of `link`'s figures (alpha, beta, gamma, native figures, and our own best
+// algorithm for query.kind). false when the figures cannot be trusted (negative, NaN).
+bool cost_terms(const ProbeProfile& profile, const TransportFigures& link, const CostQuery& query,
+                CostTerms* terms);
+
 // Predicted microseconds of `algorithm` on `transport` (with figures `link`), or a negative
-// value when the model has no formula for that pair (then it is not a candidate).
+// value when the model has no figures for that pair (then it is not a candidate).
 double predicted_us(const ProbeProfile& profile, const TransportFigures& link,
-                    const std::string& algorithm, const CostQuery& query,
+                    const AlgorithmRow& algorithm, const CostQuery& query,
                     const Corrections& corrections);
 
 }  // namespace tidegate

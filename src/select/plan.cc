@@ -6,7 +6,6 @@
 #include <set>
 #include <tuple>
 
-#include "collectives/algorithms.h"
 #include "select/size_rule.h"
 
 namespace tidegate {
@@ -35,7 +34,8 @@ bool offers_native(OpKind kind, const TransportCapabilities& caps) {
 
 struct Candidate {
   std::string transport;
-  std::string algorithm;
+  int transport_index = 0;
+  const AlgorithmRow* algorithm = nullptr;
   const TransportFigures* figures = nullptr;  // nullptr: the probe has none for the transport
 };
 
@@ -56,7 +56,7 @@ struct Restriction {
   std::string algorithm;
   bool matches(const Candidate& c) const {
     return (transport.empty() || c.transport == transport) &&
-           (algorithm.empty() || c.algorithm == algorithm);
+           (algorithm.empty() || algorithm == c.algorithm->name);
   }
 };
 
@@ -82,8 +82,8 @@ std::string valid_names(const Cell& cell) {
   for (const Candidate& c : cell.candidates) {
     if (seen.insert("t:" + c.transport).second)
       transports += (transports.empty() ? "" : ", ") + c.transport;
-    if (seen.insert("a:" + c.algorithm).second)
-      algorithms += (algorithms.empty() ? "" : ", ") + c.algorithm;
+    if (seen.insert(std::string("a:") + c.algorithm->name).second)
+      algorithms += (algorithms.empty() ? "" : ", ") + std::string(c.algorithm->name);
   }
   return std::string(op_kind_name(cell.kind)) + " on " + memory_name(cell.memory) +
          " memory offers transports: " + transports + "; algorithms: " + algorithms;
@@ -95,10 +95,10 @@ std::string valid_names(const Cell& cell) {
 // corrections belong to the op's own choice).
 double identity_check_us(const PlanInputs& in, const Candidate& c) {
   if (in.size <= 1 || in.transports.empty()) return 0;
-  if (c.transport == in.transports.front().name && c.algorithm != "native") return 0;
+  if (c.transport_index == 0 && !c.algorithm->native()) return 0;
   const TransportFigures* first = in.profile.find(in.transports.front().name);
   if (first == nullptr) return 0;
-  const double us = predicted_us(in.profile, *first, "dissemination",
+  const double us = predicted_us(in.profile, *first, identity_check_algorithm(),
                                  CostQuery{OpKind::kBarrier, 0, in.size}, Corrections{});
   return std::max(us, 0.0);
 }
@@ -106,7 +106,7 @@ double identity_check_us(const PlanInputs& in, const Candidate& c) {
 double cost_of(const PlanInputs& in, const Candidate& c, OpKind kind, int64_t bytes) {
   if (c.figures == nullptr) return -1;
   CostQuery query{kind, bytes, in.size};
-  const double us = predicted_us(in.profile, *c.figures, c.algorithm, query, in.corrections);
+  const double us = predicted_us(in.profile, *c.figures, *c.algorithm, query, in.corrections);
   return us < 0 ? us : us + identity_check_us(in, c);
 }
 
@@ -114,19 +114,15 @@ Cell make_cell(const PlanInputs& in, OpKind kind, tidegate_memory_t memory) {
   Cell cell;
   cell.kind = kind;
   cell.memory = memory;
-  for (const TransportOffer& offer : in.transports) {
+  for (size_t t = 0; t < in.transports.size(); ++t) {
+    const TransportOffer& offer = in.transports[t];
     bool takes = memory == TIDEGATE_MEMORY_CUDA ? offer.capabilities.cuda_memory
                                                 : offer.capabilities.host_memory;
     if (!takes) continue;
-    // "native" is a candidate only where the capabilities offer it, whether or not the
-    // algorithm table lists it.
-    std::vector<std::string> algorithms;
-    for (const char* name : algorithm_names(kind)) {
-      if (std::string(name) != "native") algorithms.emplace_back(name);
-    }
-    if (offers_native(kind, offer.capabilities)) algorithms.emplace_back("native");
-    for (const std::string& algorithm : algorithms) {
-      cell.candidates.push_back({offer.name, algorithm, in.profile.find(offer.name)});
+    // A native row is a candidate only where the transport's capabilities offer it.
+    for (const AlgorithmRow* row : algorithms_for(kind)) {
+      if (row->native() && !offers_native(kind, offer.capabilities)) continue;
+      cell.candidates.push_back({offer.name, static_cast<int>(t), row, in.profile.find(offer.name)});
     }
   }
   // The model decides only where it can price something; a cell it cannot price at all (no
@@ -201,13 +197,14 @@ constexpr double kTieTolerance = 1.05;
 // order); the table order makes ties, and so the plan, identical on every rank.
 std::vector<PlanChoice> rank(const PlanInputs& in, const Config& config, const Cell& cell,
                              const Restriction& r, int64_t rule_bytes, int64_t cost_bytes) {
-  std::string pick_transport, pick_algorithm;
+  int pick_transport = -1;
+  const AlgorithmRow* pick_algorithm = nullptr;
   if (cell.size_rule && !cell.candidates.empty()) {
     CollectiveArgs args;
     args.kind = cell.kind;
     args.input.dtype = TIDEGATE_UINT8;  // one byte per element: count == bytes
     args.input.count = rule_bytes;
-    pick_transport = cell.candidates.front().transport;
+    pick_transport = cell.candidates.front().transport_index;
     pick_algorithm = size_rule_algorithm(config, args);
   }
   using Key = std::tuple<bool, bool, double, size_t>;
@@ -216,9 +213,10 @@ std::vector<PlanChoice> rank(const PlanInputs& in, const Config& config, const C
     const Candidate& c = cell.candidates[i];
     if (!r.matches(c)) continue;
     double us = cost_of(in, c, cell.kind, cost_bytes);
-    bool pick = c.transport == pick_transport && c.algorithm == pick_algorithm;
+    bool pick = c.transport_index == pick_transport && c.algorithm == pick_algorithm;
     Key key{!pick, us < 0, us < 0 ? 0.0 : us, i};
-    scored.push_back({key, PlanChoice{c.transport, c.algorithm, us < 0 ? 0.0 : us}});
+    scored.push_back(
+        {key, PlanChoice{c.transport, c.transport_index, c.algorithm, us < 0 ? 0.0 : us}});
   }
   std::sort(scored.begin(), scored.end(),
             [](const auto& a, const auto& b) { return a.first < b.first; });
@@ -244,7 +242,7 @@ std::vector<PlanChoice> rank(const PlanInputs& in, const Config& config, const C
 bool same_choices(const PlanEntry& a, const PlanEntry& b) {
   if (a.tuned != b.tuned || a.ranked.size() != b.ranked.size()) return false;
   for (size_t i = 0; i < a.ranked.size(); ++i) {
-    if (a.ranked[i].transport != b.ranked[i].transport ||
+    if (a.ranked[i].transport_index != b.ranked[i].transport_index ||
         a.ranked[i].algorithm != b.ranked[i].algorithm) {
       return false;
     }
@@ -281,7 +279,8 @@ void plan_cell(const PlanInputs& in, const Config& config, const Cell& cell,
   for (PlanEntry& e : entries) {
     int64_t bytes = representative_bytes(e.min_bytes, e.max_bytes);
     for (PlanChoice& choice : e.ranked) {
-      Candidate c{choice.transport, choice.algorithm, in.profile.find(choice.transport)};
+      Candidate c{choice.transport, choice.transport_index, choice.algorithm,
+                  in.profile.find(choice.transport)};
       double us = cost_of(in, c, cell.kind, bytes);
       choice.predicted_us = us < 0 ? 0.0 : us;
     }
@@ -343,7 +342,7 @@ std::string json_string(const std::string& text) {
   return out + "\"";
 }
 
-std::string choice_name(const PlanChoice& c) { return c.transport + "/" + c.algorithm; }
+std::string choice_name(const PlanChoice& c) { return c.transport + "/" + c.algorithm->name; }
 
 
 }  // namespace
@@ -431,14 +430,14 @@ std::string Plan::to_json() const {
     out += ",\"min_bytes\":" + std::to_string(e.min_bytes);
     out += ",\"max_bytes\":" + (e.max_bytes == INT64_MAX ? "null" : std::to_string(e.max_bytes));
     out += ",\"transport\":" + json_string(top.transport);
-    out += ",\"algorithm\":" + json_string(top.algorithm);
+    out += ",\"algorithm\":" + json_string(top.algorithm->name);
     out += ",\"predicted_us\":" + format_number(top.predicted_us);
     out += std::string(",\"tuned\":") + (e.tuned ? "true" : "false");
     out += ",\"ranked\":[";
     for (size_t j = 0; j < e.ranked.size(); ++j) {
       const PlanChoice& c = e.ranked[j];
       out += (j ? ",{" : "{") + std::string("\"transport\":") + json_string(c.transport) +
-             ",\"algorithm\":" + json_string(c.algorithm) +
+             ",\"algorithm\":" + json_string(c.algorithm->name) +
              ",\"predicted_us\":" + format_number(c.predicted_us) + "}";
     }
     out += "]}";

@@ -7,10 +7,11 @@
 #include <string>
 #include <vector>
 
-#include "core/config.h"
-#include "core/status.h"
-#include "core/transport.h"
-#include "core/types.h"
+#include "base/config.h"
+#include "base/status.h"
+#include "base/transport.h"
+#include "base/types.h"
+#include "collectives/algorithm_table.h"
 #include "select/cost_model.h"
 #include "select/probe_profile.h"
 #include "select/tune.h"
@@ -19,7 +20,9 @@ namespace tidegate {
 
 struct PlanChoice {
   std::string transport;
-  std::string algorithm;
+  int transport_index = 0;                   // into PlanInputs::transports (communicator order)
+  const AlgorithmRow* algorithm = nullptr;   // a row of collectives/algorithm_table.h
+  std::string algorithm_name() const { return algorithm != nullptr ? algorithm->name : ""; }
   // At the entry's representative size: its geometric middle, with an open-ended last range
   // taken as [min_bytes, 2 * min_bytes]. 0 when the model has no figures for the choice.
   double predicted_us = 0;

@@ -3,7 +3,6 @@
 #include <cmath>
 #include <optional>
 
-#include "collectives/algorithms.h"
 #include "select/size_rule.h"
 
 namespace tidegate {
@@ -47,16 +46,16 @@ Status Planner::create(PlanInputs inputs, std::vector<Transport*> transports,
 
 Status Planner::choose(const CollectiveArgs& args, PlanDecision* decision) const {
   const tidegate_memory_t memory = memory_of(args);
-  auto runnable = [&](int index, const std::string& algorithm) {
-    if (algorithm == "native") {
+  auto runnable = [&](int index, const AlgorithmRow* algorithm) {
+    if (algorithm == nullptr || algorithm->collective != args.kind) return false;
+    if (algorithm->native()) {
       std::optional<NativeCollective> kind = native_kind(args.kind);
       return kind.has_value() && transports_[index]->supports_native(
                                      *kind, args.input.dtype, args.reduce_op, memory);
     }
     // tidegate's own algorithms reduce and copy on the host.
-    bool known = false;
-    for (const char* name : algorithm_names(args.kind)) known = known || algorithm == name;
-    return known && memory == TIDEGATE_MEMORY_HOST && transports_[index]->capabilities().host_memory;
+    return (memory == TIDEGATE_MEMORY_HOST || !algorithm->host_only()) &&
+           transports_[index]->capabilities().host_memory;
   };
   auto index_of = [&](const std::string& name) {
     for (size_t i = 0; i < transports_.size(); ++i) {
@@ -77,12 +76,16 @@ Status Planner::choose(const CollectiveArgs& args, PlanDecision* decision) const
                          "' is not one of this communicator's transports");
     }
     decision->algorithm = args.force_algorithm.empty()
-                              ? std::string(size_rule_algorithm(*inputs_.config, args))
-                              : args.force_algorithm;
+                              ? size_rule_algorithm(*inputs_.config, args)
+                              : find_algorithm(args.kind, args.force_algorithm);
+    if (decision->algorithm == nullptr) {
+      return config_error("forced algorithm '" + args.force_algorithm + "' is not one of " +
+                          op_kind_name(args.kind) + "'s: " + algorithm_names_text(args.kind));
+    }
     decision->predicted_us = 0;
     decision->entry_index = decision->choice_index = -1;  // not the plan's: not recorded
     if (!runnable(decision->transport_index, decision->algorithm)) {
-      return unsupported("forced " + decision->transport + "/" + decision->algorithm +
+      return unsupported("forced " + decision->transport + "/" + decision->algorithm->name +
                          " cannot run " + op_kind_name(args.kind) + " of this dtype, op and memory");
     }
     return Status::ok();
@@ -96,8 +99,8 @@ Status Planner::choose(const CollectiveArgs& args, PlanDecision* decision) const
       const int c = k < 0 ? first : k;
       if (k == first) continue;
       const PlanChoice& choice = entry->ranked[static_cast<size_t>(c)];
-      const int index = index_of(choice.transport);
-      if (index >= 0 && runnable(index, choice.algorithm)) {
+      const int index = choice.transport_index;
+      if (runnable(index, choice.algorithm)) {
         *decision = {index, choice.transport, choice.algorithm, choice.predicted_us,
                      static_cast<int>(e), c};
         return Status::ok();
@@ -110,7 +113,7 @@ Status Planner::choose(const CollectiveArgs& args, PlanDecision* decision) const
     return unsupported(std::string(op_kind_name(args.kind)) + " of " +
                        dtype_name(args.input.dtype) + " (" + reduce_op_name(args.reduce_op) +
                        "): the forced choice " + entry->ranked.front().transport + "/" +
-                       entry->ranked.front().algorithm +
+                       entry->ranked.front().algorithm->name +
                        " (TIDEGATE_ALGO / TIDEGATE_TUNE) cannot run it on this transport");
   }
   // No ranked choice fits this dtype/op (e.g. float16 where the plan picked a native MPI
@@ -118,8 +121,9 @@ Status Planner::choose(const CollectiveArgs& args, PlanDecision* decision) const
   if (memory == TIDEGATE_MEMORY_HOST) {
     for (size_t i = 0; i < transports_.size(); ++i) {
       if (!transports_[i]->capabilities().host_memory) continue;
-      *decision = {static_cast<int>(i), transports_[i]->name(),
-                   size_rule_algorithm(*inputs_.config, args), 0.0};
+      const AlgorithmRow* rule = size_rule_algorithm(*inputs_.config, args);
+      if (rule == nullptr) break;
+      *decision = {static_cast<int>(i), transports_[i]->name(), rule, 0.0};
       return Status::ok();
     }
   }
@@ -141,7 +145,7 @@ void Planner::record(const CollectiveArgs& args, const PlanDecision& decision, d
   if (link == nullptr) return;
   // The prediction at the op's own size, so that ops of different sizes in one entry compare.
   const CostQuery query{args.kind, plan_bytes(args), inputs_.size};
-  const double predicted = predicted_us(inputs_.profile, *link, decision.algorithm, query, {});
+  const double predicted = predicted_us(inputs_.profile, *link, *decision.algorithm, query, {});
   if (!(predicted > 0)) return;
   const size_t k = slot(static_cast<size_t>(decision.entry_index), static_cast<size_t>(decision.choice_index));
   local_[2 * k] += std::log(measured_us / predicted);
@@ -210,7 +214,7 @@ std::string Planner::plan_table() const {
     const PlanChoice& now = entry.ranked[static_cast<size_t>(overrides_[e])];
     text += std::string("online: ") + op_kind_name(entry.kind) + " " + std::to_string(entry.min_bytes) +
             ".." + (entry.max_bytes == INT64_MAX ? std::string("inf") : std::to_string(entry.max_bytes)) +
-            " B now runs " + now.transport + "/" + now.algorithm + " (measured)\n";
+            " B now runs " + now.transport + "/" + now.algorithm->name + " (measured)\n";
   }
   return text;
 }

@@ -23,7 +23,7 @@
 #include <vector>
 
 #include "collectives/collective_args.h"
-#include "core/transport.h"
+#include "base/transport.h"
 #include "select/plan.h"
 
 namespace tidegate {
@@ -31,7 +31,8 @@ namespace tidegate {
 struct PlanDecision {
   int transport_index = 0;   // into the communicator's transports
   std::string transport;
-  std::string algorithm;
+  const AlgorithmRow* algorithm = nullptr;
+  std::string algorithm_name() const { return algorithm != nullptr ? algorithm->name : ""; }
   double predicted_us = 0;   // at the entry's representative size; 0 when forced or fallback
   int entry_index = -1;      // plan entry and ranked choice the op ran (-1: not from the plan)
   int choice_index = -1;
@@ -44,7 +45,8 @@ class Planner {
                        std::unique_ptr<Planner>* out);
 
   // The (transport, algorithm) for `args`: a forced choice in args, else the plan's best choice
-  // that the transport can run for this dtype, op and memory kind. UNSUPPORTED when nothing can.
+  // that the transport can run for this dtype, op and memory kind. UNSUPPORTED when nothing can;
+  // CONFIG when args force an algorithm args.kind does not have.
   Status choose(const CollectiveArgs& args, PlanDecision* decision) const;
 
   // A finished op's wall time on this rank (progress thread).

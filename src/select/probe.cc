@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "core/log.h"
+#include "base/log.h"
 #include "select/probe_cache.h"
 #include "select/probe_exchange.h"
 #include "select/probe_measure.h"

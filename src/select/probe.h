@@ -23,9 +23,9 @@
 
 #include <vector>
 
-#include "bootstrap/store.h"
-#include "core/config.h"
-#include "core/transport.h"
+#include "base/store.h"
+#include "base/config.h"
+#include "base/transport.h"
 #include "select/probe_profile.h"
 
 namespace tidegate {

@@ -12,9 +12,9 @@
 #include <string>
 #include <vector>
 
-#include "core/status.h"
-#include "core/transport.h"
-#include "core/types.h"
+#include "base/status.h"
+#include "base/transport.h"
+#include "base/types.h"
 
 namespace tidegate {
 

@@ -3,8 +3,8 @@
 #include <algorithm>
 #include <vector>
 
-#include "collectives/reduce.h"
-#include "core/log.h"
+#include "numeric/reduce.h"
+#include "base/log.h"
 
 namespace tidegate {
 

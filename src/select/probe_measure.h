@@ -6,7 +6,7 @@
 // stop sending while its neighbour still waits.
 #pragma once
 
-#include "core/status.h"
+#include "base/status.h"
 #include "select/probe_exchange.h"
 #include "select/probe_profile.h"
 

@@ -13,9 +13,7 @@ const char* allreduce_by_size(const Config& config, int64_t bytes) {
   return "ring";
 }
 
-}  // namespace
-
-const char* size_rule_algorithm(const Config& config, const CollectiveArgs& args) {
+const char* rule_name(const Config& config, const CollectiveArgs& args) {
   switch (args.kind) {
     case OpKind::kAllreduce:
       return allreduce_by_size(config, static_cast<int64_t>(args.input.bytes()));
@@ -33,6 +31,35 @@ const char* size_rule_algorithm(const Config& config, const CollectiveArgs& args
       break;
   }
   return "";
+}
+
+}  // namespace
+
+const AlgorithmRow* size_rule_algorithm(const Config& config, const CollectiveArgs& args) {
+  return find_algorithm(args.kind, rule_name(config, args));
+}
+
+Status fixed_algorithm(const Config& config, const CollectiveArgs& args, const AlgorithmRow** row) {
+  const std::string forced = config.forced_algorithm(op_kind_name(args.kind));
+  if (forced.empty()) {
+    *row = size_rule_algorithm(config, args);
+    TG_CHECK_ARG(*row != nullptr, std::string(op_kind_name(args.kind)) + " has no algorithm");
+    return Status::ok();
+  }
+  *row = find_algorithm(args.kind, forced);
+  if (*row != nullptr) return Status::ok();
+  const std::string collective = op_kind_name(args.kind);
+  return config_error("TIDEGATE_ALGO asks for " + collective + "=" + forced + ", but " +
+                      collective + " has no such algorithm; valid names: " +
+                      algorithm_names_text(args.kind));
+}
+
+Status make_collective_task(const TaskContext& context, const CollectiveArgs& args,
+                            std::unique_ptr<CollectiveTask>* task) {
+  TG_CHECK_ARG(context.config != nullptr, "collective task needs a config");
+  const AlgorithmRow* row = nullptr;
+  TG_RETURN_IF_ERROR(fixed_algorithm(*context.config, args, &row));
+  return make_algorithm_task(context, args, *row, task);
 }
 
 }  // namespace tidegate

@@ -1,7 +1,7 @@
 #include "select/tune.h"
 
 
-#include "core/config.h"
+#include "base/config.h"
 
 namespace tidegate {
 

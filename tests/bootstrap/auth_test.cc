@@ -5,9 +5,9 @@
 #include <future>
 #include <string>
 
-#include "bootstrap/auth.h"
-#include "bootstrap/auth_proof.h"
-#include "core/socket_util.h"
+#include "base/auth.h"
+#include "base/auth_proof.h"
+#include "base/socket_util.h"
 
 namespace tidegate {
 namespace {

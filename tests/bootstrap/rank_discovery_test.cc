@@ -7,7 +7,7 @@
 #include <string>
 
 #include "bootstrap/rank_discovery.h"
-#include "core/config.h"
+#include "base/config.h"
 
 namespace tidegate {
 namespace {

@@ -8,8 +8,8 @@
 #include <set>
 #include <string>
 
-#include "bootstrap/auth.h"
-#include "core/config.h"
+#include "base/auth.h"
+#include "base/config.h"
 
 namespace tidegate {
 namespace {

@@ -7,11 +7,11 @@
 #include <memory>
 #include <string>
 
-#include "bootstrap/auth.h"
-#include "bootstrap/auth_proof.h"
+#include "base/auth.h"
+#include "base/auth_proof.h"
 #include "bootstrap/tcp_store.h"
 #include "bootstrap/tcp_store_server.h"
-#include "core/socket_util.h"
+#include "base/socket_util.h"
 
 namespace tidegate::testing {
 

@@ -1,5 +1,7 @@
 #include "harness.h"
 
+#include "select/size_rule.h"
+
 #include <gtest/gtest.h>
 
 #include <memory>

@@ -8,8 +8,8 @@
 
 #include "collectives/collective_args.h"
 #include "collectives/task.h"
-#include "core/config.h"
-#include "core/status.h"
+#include "base/config.h"
+#include "base/status.h"
 #include "loopback_transport.h"
 
 namespace tidegate::testing {

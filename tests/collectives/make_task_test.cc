@@ -1,6 +1,9 @@
-// Choosing and building tasks: the size rule's thresholds, TIDEGATE_ALGO overrides (and the
-// CONFIG error for names a collective does not have), and the local argument checks.
-#include "collectives/algorithms.h"
+// Choosing and building tasks: the algorithm table's rows, the size rule's thresholds,
+// TIDEGATE_ALGO overrides (and the CONFIG error for names a collective does not have), and the
+// local argument checks.
+#include <set>
+
+#include "collectives/algorithm_table.h"
 #include "select/size_rule.h"
 #include "test_cases.h"
 
@@ -17,7 +20,7 @@ class NullTransport : public Transport {
   Status irecv(int, uint32_t, const WireHeader&, void*, size_t, Handle*) override {
     return internal_error("unused");
   }
-  Status test(Handle, bool*) override { return internal_error("unused"); }
+  Status test(Handle, bool*, size_t*) override { return internal_error("unused"); }
   Status progress(Milliseconds, bool*) override { return Status::ok(); }
   void wake() override {}
   void abort(const Status&) override {}
@@ -36,6 +39,10 @@ struct Fixture {
     c.config = &config;
     return c;
   }
+  std::string rule(const CollectiveArgs& args) const {
+    const AlgorithmRow* row = size_rule_algorithm(config, args);
+    return row == nullptr ? "(none)" : row->name;
+  }
   CollectiveArgs allreduce(int64_t count) {
     CollectiveArgs args;
     args.kind = OpKind::kAllreduce;
@@ -47,14 +54,14 @@ struct Fixture {
 TEST(SizeRule, AllreduceThresholdsFollowTheConfig) {
   Fixture f;
   // Defaults: recursive doubling up to 16 KiB, the ring from 1 MiB, Rabenseifner between.
-  EXPECT_EQ(planned_algorithm(f.context(), f.allreduce(0)), "recursive_doubling");
-  EXPECT_EQ(planned_algorithm(f.context(), f.allreduce(4096)), "recursive_doubling");
-  EXPECT_EQ(planned_algorithm(f.context(), f.allreduce(4097)), "rabenseifner");
-  EXPECT_EQ(planned_algorithm(f.context(), f.allreduce(262143)), "rabenseifner");
-  EXPECT_EQ(planned_algorithm(f.context(), f.allreduce(262144)), "ring");
+  EXPECT_EQ(f.rule(f.allreduce(0)), "recursive_doubling");
+  EXPECT_EQ(f.rule(f.allreduce(4096)), "recursive_doubling");
+  EXPECT_EQ(f.rule(f.allreduce(4097)), "rabenseifner");
+  EXPECT_EQ(f.rule(f.allreduce(262143)), "rabenseifner");
+  EXPECT_EQ(f.rule(f.allreduce(262144)), "ring");
   f.config = make_config(
       {{"TIDEGATE_ALLREDUCE_RD_MAX_BYTES", "0"}, {"TIDEGATE_ALLREDUCE_RING_MIN_BYTES", "0"}});
-  EXPECT_EQ(planned_algorithm(f.context(), f.allreduce(1)), "ring");
+  EXPECT_EQ(f.rule(f.allreduce(1)), "ring");
 }
 
 TEST(SizeRule, OtherCollectivesUseTheirOwnAlgorithmFirst) {
@@ -69,7 +76,7 @@ TEST(SizeRule, OtherCollectivesUseTheirOwnAlgorithmFirst) {
       {OpKind::kBarrier, "dissemination"}, {OpKind::kAlltoallv, "pairwise"}};
   for (const auto& [kind, name] : expected) {
     args.kind = kind;
-    EXPECT_STREQ(size_rule_algorithm(f.config, args), name) << op_kind_name(kind);
+    EXPECT_EQ(f.rule(args), name) << op_kind_name(kind);
     const bool has_native = kind == OpKind::kReduceScatter || kind == OpKind::kAllgather;
     ASSERT_EQ(algorithm_names(kind).size(), has_native ? 2u : 1u) << op_kind_name(kind);
     EXPECT_STREQ(algorithm_names(kind)[0], name);
@@ -78,6 +85,50 @@ TEST(SizeRule, OtherCollectivesUseTheirOwnAlgorithmFirst) {
     }
   }
   EXPECT_EQ(algorithm_names(OpKind::kAllreduce).size(), 4u);
+}
+
+TEST(AlgorithmTable, EveryRowIsCompleteAndFoundByItsName) {
+  std::set<std::pair<int, std::string>> seen;
+  for (const AlgorithmRow& row : algorithm_table()) {
+    EXPECT_NE(row.make, nullptr) << row.name;
+    EXPECT_NE(row.cost, nullptr) << row.name;
+    EXPECT_TRUE(seen.insert({static_cast<int>(row.collective), row.name}).second)
+        << "duplicate row " << op_kind_name(row.collective) << "/" << row.name;
+    EXPECT_EQ(find_algorithm(row.collective, row.name), &row);
+    // Native rows are the transports' own collectives; every other row reduces on the CPU.
+    EXPECT_EQ(row.native(), std::string(row.name) == "native") << row.name;
+    EXPECT_EQ(row.host_only(), !row.native()) << row.name;
+  }
+  EXPECT_EQ(find_algorithm(OpKind::kBarrier, "ring"), nullptr);
+  EXPECT_EQ(find_algorithm(OpKind::kAllreduce, "tree"), nullptr);
+  // The identity check prices and runs like a dissemination barrier but is no plan candidate.
+  EXPECT_EQ(find_algorithm(OpKind::kInternal, "identity_check"), nullptr);
+  CostTerms terms;
+  terms.alpha = 10;
+  EXPECT_DOUBLE_EQ(identity_check_algorithm().cost(terms, 0, 5), 30.0);  // ceil(log2 5) = 3
+}
+
+TEST(AlgorithmTable, CostFormulasPriceTheirOwnShape) {
+  CostTerms t;
+  t.alpha = 5;
+  t.beta = 0.01;
+  t.gamma = 0.002;
+  const double n = 1 << 20;
+  // A reduction needs the local throughput: unknown gamma means no price.
+  CostTerms unknown = t;
+  unknown.gamma = -1;
+  for (const AlgorithmRow* row : algorithms_for(OpKind::kAllreduce)) {
+    if (row->native()) continue;  // priced from the transport's own figures (below)
+    EXPECT_GT(row->cost(t, n, 4), 0) << row->name;
+    EXPECT_LT(row->cost(unknown, n, 4), 0) << row->name;
+  }
+  // Ring: 2 (P-1) latencies and 2 (P-1)/P of the vector, the reduction hidden behind the wire.
+  const AlgorithmRow* ring = find_algorithm(OpKind::kAllreduce, "ring");
+  EXPECT_DOUBLE_EQ(ring->cost(t, n, 4), 6 * 5 + 2 * 0.75 * n * 0.01);
+  // An unmeasured native collective is charged our best plus one latency.
+  CostTerms native = t;
+  native.own_best = 100;
+  EXPECT_DOUBLE_EQ(find_algorithm(OpKind::kAllreduce, "native")->cost(native, n, 4), 105);
 }
 
 TEST(ForcedAlgorithm, OverridesTheRule) {

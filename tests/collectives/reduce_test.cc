@@ -1,7 +1,7 @@
 // The reduction kernels and 16-bit float conversions against independent scalar references:
 // every dtype and op, NaN payloads, infinities, signed zeros, subnormals, f16/bf16 rounding
 // (ties to even), integer wrap-around, and the three aliasing forms the algorithms use.
-#include "collectives/reduce.h"
+#include "numeric/reduce.h"
 
 #include <gtest/gtest.h>
 
@@ -11,7 +11,7 @@
 #include <cstring>
 #include <string>
 
-#include "collectives/half.h"
+#include "numeric/half.h"
 #include "reference.h"
 
 namespace tidegate::testing {

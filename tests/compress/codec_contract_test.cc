@@ -7,7 +7,7 @@
 #include <cmath>
 #include <limits>
 
-#include "collectives/half.h"
+#include "numeric/half.h"
 #include "compress/float_io.h"
 #include "compress/payload.h"
 #include "quantiser_test_util.h"

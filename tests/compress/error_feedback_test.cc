@@ -5,7 +5,7 @@
 #include <cmath>
 #include <limits>
 
-#include "collectives/half.h"
+#include "numeric/half.h"
 #include "compress/error_feedback.h"
 #include "quantiser_test_util.h"
 

@@ -9,7 +9,7 @@
 #include <fstream>
 #include <string>
 
-#include "collectives/half.h"
+#include "numeric/half.h"
 #include "compress/stochastic.h"
 #include "quantiser_reference.h"
 

@@ -7,7 +7,7 @@
 #include <cmath>
 #include <limits>
 
-#include "collectives/half.h"
+#include "numeric/half.h"
 #include "compress/error_feedback.h"
 #include "compress/float_io.h"
 #include "compress/sparse_payload.h"

@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "compress/codec.h"
-#include "core/types.h"
+#include "base/types.h"
 
 namespace tidegate::sparsifier_test {
 

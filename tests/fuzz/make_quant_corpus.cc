@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "compress/codec.h"
-#include "core/types.h"
+#include "base/types.h"
 
 namespace {
 

@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "compress/codec.h"
-#include "core/types.h"
+#include "base/types.h"
 
 namespace {
 

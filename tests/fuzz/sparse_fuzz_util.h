@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "compress/codec.h"
-#include "core/types.h"
+#include "base/types.h"
 
 namespace tidegate::fuzz {
 

@@ -13,7 +13,7 @@
 
 #include <unistd.h>
 
-#include "core/c_api_internal.h"
+#include "api/c_api_internal.h"
 #include "select/probe_cache.h"
 #include "thread_world.h"
 

@@ -30,7 +30,10 @@ double predict(const std::string& algorithm, OpKind kind, int64_t bytes, int siz
   query.kind = kind;
   query.bytes = bytes;
   query.size = size;
-  return predicted_us(profile_with(reduce_GBps), figures, algorithm, query, corrections);
+  // A collective that has no such algorithm has no price (pairwise allreduce, native broadcast).
+  const AlgorithmRow* row = find_algorithm(kind, algorithm);
+  if (row == nullptr) return -1;
+  return predicted_us(profile_with(reduce_GBps), figures, *row, query, corrections);
 }
 
 TEST(CostModel, RingAllreduceHandComputed) {

@@ -55,7 +55,7 @@ std::string top(const Plan& plan, int64_t bytes, OpKind kind = OpKind::kAllreduc
                 tidegate_memory_t memory = TIDEGATE_MEMORY_HOST) {
   const PlanEntry* e = plan.find(kind, memory, bytes);
   if (e == nullptr) return "none";
-  return e->ranked.front().transport + "/" + e->ranked.front().algorithm;
+  return e->ranked.front().transport + "/" + e->ranked.front().algorithm_name();
 }
 
 Status build_error(const PlanInputs& in) {
@@ -104,11 +104,11 @@ TEST(Plan, NearEqualTransportsTieToTheFirst) {
 // Smallest size from which the plan picks the ring for allreduce.
 int64_t ring_from(const Plan& plan) {
   const PlanEntry* last = plan.find(OpKind::kAllreduce, TIDEGATE_MEMORY_HOST, INT64_MAX);
-  EXPECT_EQ(last->ranked.front().algorithm, "ring");
+  EXPECT_EQ(last->ranked.front().algorithm_name(), "ring");
   int64_t from = last->min_bytes;
   while (from > 0) {
     const PlanEntry* e = plan.find(OpKind::kAllreduce, TIDEGATE_MEMORY_HOST, from - 1);
-    if (e->ranked.front().algorithm != "ring") break;
+    if (e->ranked.front().algorithm_name() != "ring") break;
     from = e->min_bytes;
   }
   return from;
@@ -128,7 +128,7 @@ TEST(Plan, MeasuredNativeWinsWhenItIsFaster) {
   TransportFigures mpi = figures("mpi", 50, 1);
   in.profile.transports.push_back(mpi);
   Plan unmeasured = build_ok(in);
-  for (const PlanEntry& e : unmeasured.entries()) EXPECT_NE(e.ranked.front().algorithm, "native");
+  for (const PlanEntry& e : unmeasured.entries()) EXPECT_NE(e.ranked.front().algorithm_name(), "native");
 
   in.profile.transports.back().native_alpha_us = 5;
   in.profile.transports.back().native_bandwidth_GBps = 10;
@@ -138,7 +138,7 @@ TEST(Plan, MeasuredNativeWinsWhenItIsFaster) {
   EXPECT_EQ(top(measured, 64 * kMiB, OpKind::kAllgatherv), "tcp/ring");  // no native allgatherv
   for (const PlanEntry& e : measured.entries()) {
     for (const PlanChoice& c : e.ranked) {
-      if (c.algorithm == "native") {
+      if (c.algorithm_name() == "native") {
         EXPECT_EQ(c.transport, "mpi");  // tcp offers none
       }
     }
@@ -158,7 +158,7 @@ TEST(Plan, IdentityCheckIsPricedOffTheFirstTransport) {
   const PlanChoice* tcp = nullptr;
   const PlanChoice* ucx = nullptr;
   for (const PlanChoice& c : e->ranked) {
-    if (c.algorithm != "recursive_doubling") continue;
+    if (c.algorithm_name() != "recursive_doubling") continue;
     (c.transport == "tcp" ? tcp : ucx) = &c;
   }
   ASSERT_NE(tcp, nullptr);
@@ -189,9 +189,9 @@ TEST(Plan, TieBreaksFollowTransportOrder) {
   // after the first transport's (ring and Rabenseifner also tie there, in table order).
   const PlanEntry* e = plan.find(OpKind::kAllreduce, TIDEGATE_MEMORY_HOST, 64 * kMiB);
   ASSERT_EQ(e->ranked.size(), 3u);
-  EXPECT_EQ(e->ranked[0].transport + "/" + e->ranked[0].algorithm, "ucx/ring");
-  EXPECT_EQ(e->ranked[1].transport + "/" + e->ranked[1].algorithm, "ucx/rabenseifner");
-  EXPECT_EQ(e->ranked[2].transport + "/" + e->ranked[2].algorithm, "tcp/ring");
+  EXPECT_EQ(e->ranked[0].transport + "/" + e->ranked[0].algorithm_name(), "ucx/ring");
+  EXPECT_EQ(e->ranked[1].transport + "/" + e->ranked[1].algorithm_name(), "ucx/rabenseifner");
+  EXPECT_EQ(e->ranked[2].transport + "/" + e->ranked[2].algorithm_name(), "tcp/ring");
 }
 
 TEST(Plan, TuneRangeSplitsEntriesAtItsBoundary) {
@@ -209,7 +209,7 @@ TEST(Plan, TuneRangeSplitsEntriesAtItsBoundary) {
   // Past the rule the model decides again (recursive doubling and Rabenseifner are within 5%
   // of each other there: a tie, settled by table order).
   EXPECT_EQ(top(plan, 100 * kKiB + 1), "tcp/recursive_doubling");
-  for (const PlanChoice& c : inside->ranked) EXPECT_EQ(c.algorithm, "ring");
+  for (const PlanChoice& c : inside->ranked) EXPECT_EQ(c.algorithm_name(), "ring");
   EXPECT_FALSE(plan.find(OpKind::kAllgather, TIDEGATE_MEMORY_HOST, 0)->tuned);
 }
 
@@ -233,7 +233,7 @@ TEST(Plan, TidegateAlgoForcesEverySize) {
       continue;
     }
     EXPECT_TRUE(e.tuned);
-    EXPECT_EQ(e.ranked.front().algorithm, "rabenseifner");
+    EXPECT_EQ(e.ranked.front().algorithm_name(), "rabenseifner");
   }
   // A TUNE rule's own @algorithm replaces the forced one where it applies.
   ASSERT_TRUE(parse_tune("allreduce:1G-inf:@ring", &in.tune).is_ok());

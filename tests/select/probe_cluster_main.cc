@@ -14,9 +14,9 @@
 #include <memory>
 #include <string>
 
-#include "bootstrap/auth.h"
+#include "base/auth.h"
 #include "bootstrap/tcp_store.h"
-#include "core/log.h"
+#include "base/log.h"
 #include "select/probe.h"
 #include "transports/tcp/tcp_transport.h"
 

@@ -9,7 +9,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "core/log.h"
+#include "base/log.h"
 #include "select/probe.h"
 #include "select/probe_cache.h"
 #include "tests/transport_tcp/tcp_test_util.h"
@@ -49,7 +49,7 @@ class UntouchableTransport : public Transport {
   TransportCapabilities capabilities() const override { return {}; }
   Status isend(int, uint32_t, const WireHeader&, const void*, size_t, Handle*) override { return touched(); }
   Status irecv(int, uint32_t, const WireHeader&, void*, size_t, Handle*) override { return touched(); }
-  Status test(Handle, bool*) override { return touched(); }
+  Status test(Handle, bool*, size_t*) override { return touched(); }
   Status progress(Milliseconds, bool*) override { return touched(); }
   void wake() override {}
   void abort(const Status&) override {}
@@ -84,8 +84,8 @@ class FakeNativeTransport : public Transport {
                size_t bytes, Handle* handle) override {
     return inner_->irecv(peer, channel, expected, payload, bytes, handle);
   }
-  Status test(Handle handle, bool* done) override {
-    if (handle != kNativeHandle) return inner_->test(handle, done);
+  Status test(Handle handle, bool* done, size_t* payload_bytes) override {
+    if (handle != kNativeHandle) return inner_->test(handle, done, payload_bytes);
     *done = true;
     return Status::ok();
   }

@@ -21,7 +21,10 @@ class LoopbackTransport : public Transport {
                Handle* handle) override {
     return hub_->irecv(rank_, peer, channel, expected, payload, bytes, handle);
   }
-  Status test(Handle handle, bool* done) override { return hub_->test(rank_, handle, done); }
+  using Transport::test;
+  Status test(Handle handle, bool* done, size_t* payload_bytes) override {
+    return hub_->test(rank_, handle, done, payload_bytes);
+  }
   Status progress(Milliseconds max_wait, bool* activity) override {
     return hub_->progress(rank_, max_wait, activity);
   }
@@ -54,11 +57,12 @@ Transport::Handle LoopbackHub::new_transfer(int owner) {
   return handle;
 }
 
-void LoopbackHub::complete(Transport::Handle handle, Status status) {
+void LoopbackHub::complete(Transport::Handle handle, Status status, size_t length) {
   auto it = transfers_.find(handle);
   if (it == transfers_.end() || it->second.done) return;
   it->second.done = true;
   it->second.status = std::move(status);
+  it->second.length = length;
   const size_t owner = static_cast<size_t>(it->second.owner);
   ++events_[owner];
   wakeups_[owner]->notify_all();
@@ -86,7 +90,7 @@ Status LoopbackHub::isend(int rank, int peer, uint32_t channel, const WireHeader
   if (bytes <= options_.eager_limit_bytes && link.recvs.empty()) {
     const char* bytes_in = static_cast<const char*>(payload);
     send.eager_copy.assign(bytes_in, bytes_in + bytes);
-    complete(send.handle, Status::ok());
+    complete(send.handle, Status::ok(), bytes);
     send.handle = 0;
   }
   link.sends.push_back(std::move(send));
@@ -129,17 +133,19 @@ void LoopbackHub::match_front(std::unique_lock<std::mutex>& /*lock*/, Link& link
     const void* source = send.eager_copy.empty() ? send.payload : send.eager_copy.data();
     std::memcpy(recv.payload, source, static_cast<size_t>(send.header.payload_bytes));
   }
-  complete(recv.handle, std::move(status));
-  if (send.handle != 0) complete(send.handle, Status::ok());
+  const size_t length = static_cast<size_t>(send.header.payload_bytes);
+  complete(recv.handle, std::move(status), length);
+  if (send.handle != 0) complete(send.handle, Status::ok(), length);
 }
 
-Status LoopbackHub::test(int rank, Transport::Handle handle, bool* done) {
+Status LoopbackHub::test(int rank, Transport::Handle handle, bool* done, size_t* payload_bytes) {
   std::lock_guard<std::mutex> lock(mutex_);
   auto it = transfers_.find(handle);
   TG_CHECK_ARG(it != transfers_.end() && it->second.owner == rank,
                "loopback test: unknown handle " + std::to_string(handle));
   *done = it->second.done;
   if (!*done) return Status::ok();
+  if (payload_bytes != nullptr) *payload_bytes = it->second.length;
   Status status = std::move(it->second.status);
   transfers_.erase(it);
   return status;
@@ -170,7 +176,7 @@ void LoopbackHub::abort(int rank, const Status& reason) {
   aborting_rank_ = rank;
   abort_reason_ = reason;
   for (auto& [handle, transfer] : transfers_) {
-    if (!transfer.done) complete(handle, failure_for(transfer.owner));
+    if (!transfer.done) complete(handle, failure_for(transfer.owner), 0);
   }
   for (size_t r = 0; r < wakeups_.size(); ++r) {
     ++events_[r];

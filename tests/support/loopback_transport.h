@@ -1,5 +1,5 @@
 // An in-process Transport for tests: N ranks run as threads of one process and exchange
-// messages through a shared LoopbackHub. It keeps the transport contract (core/transport.h):
+// messages through a shared LoopbackHub. It keeps the transport contract (base/transport.h):
 // per (sender, receiver, channel) FIFO matching, the receiver's expected header checked with
 // check_wire_header() before any payload byte is copied, abort that fails every pending and
 // later transfer on every rank, and a blocking progress() that wakes on completions.
@@ -20,7 +20,7 @@
 #include <tuple>
 #include <vector>
 
-#include "core/transport.h"
+#include "base/transport.h"
 
 namespace tidegate::testing {
 
@@ -44,6 +44,7 @@ class LoopbackHub {
     int owner = 0;  // rank whose handle this is
     bool done = false;
     Status status;
+    size_t length = 0;  // payload bytes moved
   };
   struct PendingSend {
     Transport::Handle handle = 0;  // 0 once the send completed eagerly
@@ -67,7 +68,7 @@ class LoopbackHub {
                size_t bytes, Transport::Handle* handle);
   Status irecv(int rank, int peer, uint32_t channel, const WireHeader& expected, void* payload,
                size_t bytes, Transport::Handle* handle);
-  Status test(int rank, Transport::Handle handle, bool* done);
+  Status test(int rank, Transport::Handle handle, bool* done, size_t* payload_bytes);
   Status progress(int rank, Milliseconds max_wait, bool* activity);
   void wake(int rank);
   void abort(int rank, const Status& reason);
@@ -75,7 +76,7 @@ class LoopbackHub {
   // Pairs the send and receive at the front of `link` (lock held), then copies and completes
   // them with the lock released, so that large copies of different pairs run in parallel.
   void match_front(std::unique_lock<std::mutex>& lock, Link& link, int sender, int receiver);
-  void complete(Transport::Handle handle, Status status);  // lock held
+  void complete(Transport::Handle handle, Status status, size_t length);  // lock held
   Transport::Handle new_transfer(int owner);               // lock held
   Status failure_for(int rank) const;                      // lock held
 

@@ -10,7 +10,7 @@
 #include <memory>
 #include <vector>
 
-#include "collectives/reduce.h"
+#include "numeric/reduce.h"
 
 namespace tidegate::bench {
 namespace {

@@ -10,7 +10,7 @@
 #include <memory>
 #include <string>
 
-#include "bootstrap/store.h"
+#include "base/store.h"
 #include "transports/mpi/mpi_transport.h"
 
 namespace tidegate::mpi {

@@ -12,11 +12,11 @@
 #include <string>
 #include <vector>
 
-#include "bootstrap/auth.h"
+#include "base/auth.h"
 #include "bootstrap/memory_store.h"
-#include "core/config.h"
-#include "core/transport.h"
-#include "core/transport_registry.h"
+#include "base/config.h"
+#include "base/transport.h"
+#include "api/transport_registry.h"
 #include "cuda/device_runtime.h"
 
 namespace tidegate {

@@ -8,7 +8,7 @@
 #include <cstdio>
 #include <thread>
 
-#include "core/socket_util.h"
+#include "base/socket_util.h"
 #include "tests/transport_tcp/tcp_test_util.h"
 
 namespace tidegate::tcp_testing {

@@ -7,10 +7,10 @@
 #include <string>
 #include <vector>
 
-#include "bootstrap/auth.h"
+#include "base/auth.h"
 #include "bootstrap/memory_store.h"
-#include "core/config.h"
-#include "core/transport.h"
+#include "base/config.h"
+#include "base/transport.h"
 #include "transports/tcp/tcp_transport.h"
 
 namespace tidegate::tcp_testing {

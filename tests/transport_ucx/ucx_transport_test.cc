@@ -12,10 +12,10 @@
 #include <thread>
 #include <vector>
 
-#include "bootstrap/auth.h"
+#include "base/auth.h"
 #include "bootstrap/memory_store.h"
-#include "core/config.h"
-#include "core/transport.h"
+#include "base/config.h"
+#include "base/transport.h"
 #include "transports/ucx/ucx_transport.h"
 
 namespace tidegate {

@@ -5,7 +5,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "core/config.h"
+#include "base/config.h"
 
 namespace tidegate {
 namespace {

@@ -1,8 +1,8 @@
 // Small core pieces: status trails, block ranges, dtype tables.
 #include <gtest/gtest.h>
 
-#include "core/status.h"
-#include "core/types.h"
+#include "base/status.h"
+#include "base/types.h"
 
 namespace tidegate {
 namespace {

@@ -1,8 +1,8 @@
-// The transfer bookkeeping the mpi and ucx transports share (core/transfer_book.h): payload
+// The transfer bookkeeping the mpi and ucx transports share (transports/common/transfer_book.h): payload
 // receives are posted only after their header checked out, and in irecv order per
 // (peer, channel); a header mismatch finishes the receive with MISMATCH; a failure finishes
 // every pending transfer.
-#include "core/transfer_book.h"
+#include "transports/common/transfer_book.h"
 
 #include <gtest/gtest.h>
 
@@ -55,13 +55,13 @@ TEST(TransferBook, PayloadsArePostedInIrecvOrderOnceTheirHeadersCheckedOut) {
   EXPECT_TRUE(second->payload_posted);
 
   bool done = true;
-  ASSERT_TRUE(book.test(h1, &done).is_ok());
+  ASSERT_TRUE(book.test(h1, &done, nullptr).is_ok());
   EXPECT_FALSE(done);  // its payload is still in flight
   --first->parts_left;
   Book::settle(*first);
-  ASSERT_TRUE(book.test(h1, &done).is_ok());
+  ASSERT_TRUE(book.test(h1, &done, nullptr).is_ok());
   EXPECT_TRUE(done);
-  EXPECT_EQ(book.test(h1, &done).code(), TIDEGATE_ERR_INVALID_ARGUMENT);  // forgotten once reported
+  EXPECT_EQ(book.test(h1, &done, nullptr).code(), TIDEGATE_ERR_INVALID_ARGUMENT);  // forgotten once reported
   EXPECT_EQ(book.pending(), 1u);
 }
 
@@ -93,8 +93,50 @@ TEST(TransferBook, HeaderMismatchFinishesTheReceiveWithMismatch) {
   EXPECT_NE(st.message().find("'count'"), std::string::npos) << st.message();
   EXPECT_TRUE(log.posted.empty()) << "payload posted after a mismatching header";
   bool done = false;
-  EXPECT_EQ(book.test(h, &done).code(), TIDEGATE_ERR_MISMATCH);
+  EXPECT_EQ(book.test(h, &done, nullptr).code(), TIDEGATE_ERR_MISMATCH);
   EXPECT_TRUE(done);
+}
+
+TEST(TransferBook, BoundedReceivePostsAndReportsTheSendersLength) {
+  Book book;
+  char a[64] = {};
+  Transfer* op = nullptr;
+  WireHeader bound = header_from(1, 0, 64);
+  bound.flags = kWireFlagBoundedPayload;
+  const auto h = book.add_recv(1, 0, bound, a, &op);
+  WireHeader sent = header_from(1, 0, 64);  // the same op (count), a shorter payload
+  sent.flags = kWireFlagBoundedPayload;
+  sent.payload_bytes = 23;
+  arrive(*op, sent);
+  size_t posted_bytes = 0;
+  ASSERT_TRUE(book.accept_header(*op, 0, [&](Transport::Handle, Transfer& ready) {
+                    posted_bytes = ready.length;
+                    return Status::ok();
+                  }).is_ok());
+  EXPECT_EQ(posted_bytes, 23u);  // the payload receive asks for the sender's length
+  Book::settle(*op);
+  bool done = false;
+  size_t reported = 0;
+  ASSERT_TRUE(book.test(h, &done, &reported).is_ok());
+  EXPECT_TRUE(done);
+  EXPECT_EQ(reported, 23u);
+
+  // One byte over the bound: refused before any payload is posted, naming both lengths.
+  Transfer* over = nullptr;
+  const auto h2 = book.add_recv(1, 0, bound, a, &over);
+  sent.op_seq = 0;
+  sent.payload_bytes = 65;
+  arrive(*over, sent);
+  bool posted = false;
+  const Status st = book.accept_header(*over, 0, [&](Transport::Handle, Transfer&) {
+    posted = true;
+    return Status::ok();
+  });
+  EXPECT_EQ(st.code(), TIDEGATE_ERR_PROTOCOL) << st.to_string();
+  EXPECT_NE(st.message().find("65 bytes"), std::string::npos) << st.message();
+  EXPECT_NE(st.message().find("bound of 64"), std::string::npos) << st.message();
+  EXPECT_FALSE(posted);
+  EXPECT_EQ(book.test(h2, &done, nullptr).code(), TIDEGATE_ERR_PROTOCOL);
 }
 
 TEST(TransferBook, FailPendingFinishesEveryPendingTransfer) {
@@ -111,7 +153,7 @@ TEST(TransferBook, FailPendingFinishesEveryPendingTransfer) {
   EXPECT_EQ(book.pending(), 0u);
   EXPECT_EQ(book.find_pending(hr), nullptr);
   bool done = false;
-  EXPECT_EQ(book.test(hs, &done).code(), TIDEGATE_ERR_PEER_FAILED);
+  EXPECT_EQ(book.test(hs, &done, nullptr).code(), TIDEGATE_ERR_PEER_FAILED);
   EXPECT_TRUE(done);
 }
 

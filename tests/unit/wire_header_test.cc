@@ -1,7 +1,7 @@
 // The wire header: a fixed little-endian encoding, and checks that name the differing field.
 #include <gtest/gtest.h>
 
-#include "core/wire_header.h"
+#include "base/wire_header.h"
 
 namespace tidegate {
 namespace {

@@ -39,7 +39,7 @@
 #include <algorithm>
 #include <string>
 
-#include "collectives/reduce.h"
+#include "numeric/reduce.h"
 #include "transports/mpi/mpi_transport.h"
 #include "transports/mpi/mpi_util.h"
 

@@ -7,8 +7,8 @@
 #include <chrono>
 #include <thread>
 
-#include "bootstrap/store.h"
-#include "core/transport_start.h"
+#include "base/store.h"
+#include "transports/common/transport_start.h"
 #include "transports/mpi/mpi_util.h"
 
 namespace tidegate {
@@ -110,6 +110,8 @@ TransportCapabilities MpiTransport::capabilities() const {
   caps.native_allreduce = true;
   caps.native_allgather = true;
   caps.native_reduce_scatter = true;
+  // Two tags per channel below the MPI's tag upper bound (mpi_transport.h).
+  caps.channels = static_cast<uint32_t>(std::min<int64_t>(max_channel_ + 1, UINT32_MAX));
   return caps;
 }
 
@@ -193,15 +195,15 @@ Status MpiTransport::irecv(int peer, uint32_t channel, const WireHeader& expecte
   return Status::ok();
 }
 
-Status MpiTransport::test(Handle handle, bool* done) {
+Status MpiTransport::test(Handle handle, bool* done, size_t* payload_bytes) {
   std::lock_guard<std::mutex> lock(mutex_);
-  return book_.test(handle, done);
+  return book_.test(handle, done, payload_bytes);
 }
 
 // The receiver's check: only a header that checks out lets its payload receive be posted.
 void MpiTransport::finish_header(Op& op) {
   Status st = book_.accept_header(op, rank_, [this](Handle h, Op& ready) {
-    return post_chunks(h, ready, ready.data, static_cast<size_t>(ready.expected.payload_bytes));
+    return post_chunks(h, ready, ready.data, ready.length);
   });
   // A mismatch: the peer's payload messages no longer pair with our receives.
   if (!st.is_ok()) fail(st, true);

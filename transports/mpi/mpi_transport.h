@@ -50,9 +50,9 @@
 #include <string>
 #include <vector>
 
-#include "core/abort_message.h"
-#include "core/transfer_book.h"
-#include "core/transport.h"
+#include "transports/common/abort_message.h"
+#include "transports/common/transfer_book.h"
+#include "base/transport.h"
 
 namespace tidegate {
 
@@ -90,7 +90,8 @@ class MpiTransport final : public Transport {
                size_t bytes, Handle* handle) override;
   Status irecv(int peer, uint32_t channel, const WireHeader& expected, void* payload,
                size_t bytes, Handle* handle) override;
-  Status test(Handle handle, bool* done) override;
+  using Transport::test;
+  Status test(Handle handle, bool* done, size_t* payload_bytes) override;
   Status progress(Milliseconds max_wait, bool* activity) override;
   void wake() override;
   void abort(const Status& reason) override;

@@ -8,10 +8,10 @@
 #include <thread>
 #include <vector>
 
-#include "bootstrap/store.h"
-#include "core/config.h"
-#include "core/log.h"
-#include "core/transport_start.h"
+#include "base/store.h"
+#include "base/config.h"
+#include "base/log.h"
+#include "transports/common/transport_start.h"
 #include "transports/nccl/nccl_transport.h"
 
 namespace tidegate {
@@ -258,6 +258,7 @@ TransportCapabilities NcclTransport::capabilities() const {
   caps.native_allreduce = true;
   caps.native_allgather = true;
   caps.native_reduce_scatter = true;
+  caps.channels = 1;  // NCCL p2p has no tags: one FIFO per peer (nccl_transport.h)
   return caps;
 }
 

@@ -3,7 +3,7 @@
 // NCCL's own error (a broken connection) or by their deadline, never a hang.
 #include <thread>
 
-#include "core/log.h"
+#include "base/log.h"
 #include "transports/nccl/nccl_transport.h"
 
 namespace tidegate {

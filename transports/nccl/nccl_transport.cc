@@ -5,7 +5,7 @@
 #include <algorithm>
 #include <thread>
 
-#include "core/transfer_arguments.h"
+#include "transports/common/transfer_arguments.h"
 
 namespace tidegate {
 namespace nccl {
@@ -136,6 +136,9 @@ Status NcclTransport::finish_header(Op& op, Handle handle) {
     op.stage = Stage::kDone;
     return st;  // the caller fails the transport: this peer's stream is no longer paired
   }
+  // The sender's length, within a bounded receive's bound: NCCL pairs a send and a receive of
+  // the same byte count.
+  op.bytes = static_cast<size_t>(received.payload_bytes);
   op.stage = op.bytes > 0 ? Stage::kPayloadReady : Stage::kRunning;
   return Status::ok();
 }
@@ -214,7 +217,7 @@ Status NcclTransport::step(bool* moved) {
   return failed_;
 }
 
-Status NcclTransport::test(Handle handle, bool* done) {
+Status NcclTransport::test(Handle handle, bool* done, size_t* payload_bytes) {
   std::lock_guard<std::mutex> lock(mutex_);
   const DeviceGuard device_guard(device_);
   auto it = ops_.find(handle);
@@ -226,6 +229,7 @@ Status NcclTransport::test(Handle handle, bool* done) {
   }
   *done = it->second.stage == Stage::kDone;
   if (!*done) return Status::ok();
+  if (payload_bytes != nullptr) *payload_bytes = it->second.bytes;
   Status status = std::move(it->second.status);
   release_op(it->second);
   ops_.erase(it);

@@ -59,7 +59,7 @@
 #include <string>
 #include <vector>
 
-#include "core/transport.h"
+#include "base/transport.h"
 
 namespace tidegate {
 
@@ -130,7 +130,8 @@ class NcclTransport final : public Transport {
                size_t bytes, Handle* handle) override;
   Status irecv(int peer, uint32_t channel, const WireHeader& expected, void* payload,
                size_t bytes, Handle* handle) override;
-  Status test(Handle handle, bool* done) override;
+  using Transport::test;
+  Status test(Handle handle, bool* done, size_t* payload_bytes) override;
   Status progress(Milliseconds max_wait, bool* activity) override;
   bool supports_native(NativeCollective kind, tidegate_dtype_t dtype, tidegate_reduce_op_t op,
                        tidegate_memory_t memory) const override;

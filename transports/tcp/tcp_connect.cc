@@ -9,9 +9,9 @@
 #include <cerrno>
 #include <thread>
 
-#include "bootstrap/auth.h"
-#include "bootstrap/store.h"
-#include "core/log.h"
+#include "base/auth.h"
+#include "base/store.h"
+#include "base/log.h"
 
 namespace tidegate::tcp {
 

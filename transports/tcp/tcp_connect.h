@@ -10,9 +10,9 @@
 #include <string>
 #include <vector>
 
-#include "core/socket_util.h"
-#include "core/status.h"
-#include "core/transport.h"
+#include "base/socket_util.h"
+#include "base/status.h"
+#include "base/transport.h"
 
 namespace tidegate::tcp {
 

@@ -22,8 +22,8 @@
 #include <cstdint>
 #include <string>
 
-#include "core/status.h"
-#include "core/wire_header.h"
+#include "base/status.h"
+#include "base/wire_header.h"
 
 namespace tidegate::tcp {
 

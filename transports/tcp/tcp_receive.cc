@@ -79,6 +79,7 @@ Status TcpTransport::start_data(Peer& peer, int from, const FrameHeader& frame,
     // Before storing a byte: is this the message the receive expects?
     Status matches = check_wire_header(op.header, wire, rank_, from);
     if (!matches.is_ok()) return matches;
+    op.length = wire.payload_bytes;  // the check kept it within the receive's bound
     if (frame.offset + frame.length > op.bytes) {  // cannot pass the check above; kept cheap
       return protocol_error(rank_text(from) + " sent a " + describe_frame(frame) +
                             " beyond the receive buffer of " + std::to_string(op.bytes));
@@ -118,7 +119,10 @@ Status TcpTransport::start_rts(int from, const FrameHeader& frame, const WireHea
   auto posted = ch.posted.find(frame.seq);
   if (posted != ch.posted.end()) {
     // The RTR went out when the receive was posted; only the header is left to judge.
-    return check_wire_header(ops_.at(posted->second).header, wire, rank_, from);
+    Op& op = ops_.at(posted->second);
+    TG_RETURN_IF_ERROR(check_wire_header(op.header, wire, rank_, from));
+    op.length = wire.payload_bytes;
+    return Status::ok();
   }
   if (frame.seq < ch.next_recv_seq) return Status::ok();  // its data overtook it: received
   if (ch.announced.size() >= kMaxAnnouncedMessages) {
@@ -147,11 +151,11 @@ Status TcpTransport::end_data(Peer& peer, const FrameHeader& frame) {
   TG_CHECK_INTERNAL(posted != ch.posted.end());
   Op& op = ops_.at(posted->second);
   op.received += frame.length;
-  if (op.received > op.header.payload_bytes) {
+  if (op.received > op.length) {
     return protocol_error(rank_text(op.peer) + " sent more bytes than its message has: " +
                           describe_frame(frame));
   }
-  if (op.received == op.header.payload_bytes) {
+  if (op.received == op.length) {
     ch.posted.erase(posted);
     complete(op, Status::ok());
   }
@@ -209,6 +213,7 @@ void TcpTransport::copy_unexpected(Peer& peer, Channel& ch,
                                    std::map<uint64_t, Unexpected>::iterator message, Op& op) {
   const std::vector<char>& data = message->second.data;
   if (!data.empty()) std::memcpy(op.data, data.data(), data.size());
+  op.length = data.size();
   peer.unexpected_bytes -= data.size();
   ch.unexpected.erase(message);
   complete(op, Status::ok());
@@ -223,11 +228,13 @@ Status TcpTransport::match_posted_receive(Handle handle, Op& op) {
     ch.announced.erase(announced);
     Status matches = check_wire_header(op.header, wire, rank_, op.peer);
     if (!matches.is_ok()) return matches;
+    op.length = wire.payload_bytes;
   }
   auto early = ch.unexpected.find(op.seq);
   if (early != ch.unexpected.end()) {
     Status matches = check_wire_header(op.header, early->second.wire, rank_, op.peer);
     if (!matches.is_ok()) return matches;
+    op.length = early->second.wire.payload_bytes;
     if (!early->second.complete) {
       ch.posted[op.seq] = handle;  // end_data() copies it when the rest arrives
       return Status::ok();
@@ -237,7 +244,9 @@ Status TcpTransport::match_posted_receive(Handle handle, Op& op) {
     return Status::ok();
   }
   ch.posted[op.seq] = handle;
-  // A closing peer has no large send left (it closed with none pending): no RTR to it.
+  // A closing peer has no large send left (it closed with none pending): no RTR to it. A
+  // bounded receive asks when its bound is large; a sender whose message turns out small has
+  // sent it eagerly and drops the RTR (tcp_transport.cc, isend).
   if (op.header.payload_bytes > kEagerMaxBytes && !peer.closing()) {
     queue_control(op.peer, FrameType::kRtr, op.channel, op.seq, nullptr, 0);
   }

@@ -11,9 +11,9 @@
 #include <memory>
 #include <string>
 
-#include "core/socket_util.h"
-#include "core/status.h"
-#include "core/transport.h"
+#include "base/socket_util.h"
+#include "base/status.h"
+#include "base/transport.h"
 #include "transports/tcp/tcp_frame.h"
 
 namespace tidegate::tcp {

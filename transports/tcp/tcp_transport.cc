@@ -8,8 +8,8 @@
 #include <algorithm>
 #include <cerrno>
 
-#include "bootstrap/auth.h"
-#include "bootstrap/store.h"
+#include "base/auth.h"
+#include "base/store.h"
 
 namespace tidegate {
 
@@ -248,7 +248,7 @@ Status TcpTransport::irecv(int peer, uint32_t channel, const WireHeader& expecte
   return Status::ok();
 }
 
-Status TcpTransport::test(Handle handle, bool* done) {
+Status TcpTransport::test(Handle handle, bool* done, size_t* payload_bytes) {
   std::lock_guard<std::mutex> lock(mutex_);
   auto it = ops_.find(handle);
   if (it == ops_.end()) {
@@ -257,6 +257,7 @@ Status TcpTransport::test(Handle handle, bool* done) {
   }
   *done = it->second.done;
   if (!it->second.done) return Status::ok();
+  if (payload_bytes != nullptr) *payload_bytes = it->second.is_send ? it->second.bytes : it->second.length;
   Status status = std::move(it->second.status);
   ops_.erase(it);
   return status;

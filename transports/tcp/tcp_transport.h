@@ -36,8 +36,8 @@
 #include <unordered_map>
 #include <vector>
 
-#include "core/socket_util.h"
-#include "core/transport.h"
+#include "base/socket_util.h"
+#include "base/transport.h"
 #include "transports/tcp/tcp_connect.h"
 #include "transports/tcp/tcp_stream.h"
 
@@ -73,7 +73,8 @@ class TcpTransport final : public Transport, private FrameSink {
                size_t bytes, Handle* handle) override;
   Status irecv(int peer, uint32_t channel, const WireHeader& expected, void* payload,
                size_t bytes, Handle* handle) override;
-  Status test(Handle handle, bool* done) override;
+  using Transport::test;
+  Status test(Handle handle, bool* done, size_t* payload_bytes) override;
   Status progress(Milliseconds max_wait, bool* activity) override;
   void wake() override;
   void abort(const Status& reason) override;
@@ -93,6 +94,7 @@ class TcpTransport final : public Transport, private FrameSink {
     WireHeader header;          // send: the header sent; receive: the header expected
     char* data = nullptr;       // the user's payload
     size_t bytes = 0;           // send: payload size; receive: capacity
+    size_t length = 0;          // receive: the payload length the sender's header announced
     size_t frames_left = 0;     // send: DATA frames not yet written
     bool data_queued = false;   // send: its DATA frames are queued
     size_t received = 0;        // receive: payload bytes stored

@@ -2,8 +2,8 @@
 #include <string>
 #include <vector>
 
-#include "bootstrap/store.h"
-#include "core/log.h"
+#include "base/store.h"
+#include "base/log.h"
 #include "transports/ucx/ucx_transport.h"
 
 namespace tidegate {
@@ -154,6 +154,7 @@ TransportCapabilities UcxTransport::capabilities() const {
   TransportCapabilities caps;
   caps.host_memory = true;
   caps.cuda_memory = cuda_memory_;  // what this UCX build reports, never assumed
+  caps.channels = kMaxChannel + 1;  // the channel's bits of the tag (ucx_transport.h)
   return caps;
 }
 

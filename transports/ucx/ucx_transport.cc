@@ -147,15 +147,15 @@ Status UcxTransport::irecv(int peer, uint32_t channel, const WireHeader& expecte
   return Status::ok();
 }
 
-Status UcxTransport::test(Handle handle, bool* done) {
+Status UcxTransport::test(Handle handle, bool* done, size_t* payload_bytes) {
   std::lock_guard<std::mutex> lock(mutex_);
-  return book_.test(handle, done);
+  return book_.test(handle, done, payload_bytes);
 }
 
 // The receiver's check: only a header that checks out lets its payload receive be posted.
 void UcxTransport::finish_header(Op& op) {
   Status st = book_.accept_header(op, rank_, [this](Handle h, Op& ready) {
-    const size_t bytes = static_cast<size_t>(ready.expected.payload_bytes);
+    const size_t bytes = ready.length;
     if (bytes == 0) return Status::ok();
     TG_RETURN_IF_ERROR(post(h, Kind::kPayload, ready.peer, ready.channel, ready.data, bytes, true));
     ++ready.parts_left;

@@ -46,4 +46,8 @@ Status make_allgather_native(const TaskContext& context, const CollectiveArgs& a
   return Status::ok();
 }
 
+double allgather_native_cost_us(const CostTerms& t, double n, int64_t p) {
+  return cost::native_collective(t, n, cost::spread(p));
+}
+
 }  // namespace tidegate

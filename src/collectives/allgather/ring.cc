@@ -194,4 +194,13 @@ Status make_allgatherv_ring(const TaskContext& context, const CollectiveArgs& ar
   return Status::ok();
 }
 
+double allgather_ring_cost_us(const CostTerms& t, double n, int64_t p) {
+  return cost::ring_allgather(t, n, p);
+}
+
+// Uneven blocks are not modelled: the mean block stands for all.
+double allgatherv_ring_cost_us(const CostTerms& t, double n, int64_t p) {
+  return cost::ring_allgather(t, n, p);
+}
+
 }  // namespace tidegate

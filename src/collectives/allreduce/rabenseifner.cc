@@ -11,11 +11,12 @@
 //
 // Rounds (the chunk field carries the round): 0 fold, 1..L halving, L+1..2L doubling,
 // 2L+1 unfold.
+#include <cmath>
 #include <memory>
 
 #include "collectives/algorithms.h"
 #include "collectives/allreduce/fold.h"
-#include "collectives/reduce.h"
+#include "numeric/reduce.h"
 #include "collectives/task_kit.h"
 
 namespace tidegate {
@@ -169,6 +170,19 @@ Status make_allreduce_rabenseifner(const TaskContext& context, const CollectiveA
                "allreduce: input and output must have the same count");
   *task = std::make_unique<Rabenseifner>(context, args);
   return Status::ok();
+}
+
+// Recursive halving reduce-scatter then recursive doubling allgather, each log2(p') messages
+// moving (p'-1)/p' of the vector; the reduction works on whole received halves, so it does not
+// overlap the transfer. Same fold as recursive doubling otherwise.
+double allreduce_rabenseifner_cost_us(const CostTerms& t, double n, int64_t p) {
+  if (t.gamma < 0) return -1;
+  const int64_t core = cost::floor_pow2(p);
+  const double frac = cost::spread(core);
+  double us = 2 * std::log2(static_cast<double>(core)) * t.alpha + 2 * frac * n * t.beta +
+              frac * n * t.gamma;
+  if (core != p) us += (t.alpha + n * t.beta + n * t.gamma) + (t.alpha + n * t.beta);
+  return us;
 }
 
 }  // namespace tidegate

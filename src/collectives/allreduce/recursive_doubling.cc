@@ -9,11 +9,12 @@
 // get the finished bytes back.
 //
 // Rounds (the chunk field carries the round): 0 fold, 1..L exchange, L+1 unfold.
+#include <cmath>
 #include <memory>
 
 #include "collectives/algorithms.h"
 #include "collectives/allreduce/fold.h"
-#include "collectives/reduce.h"
+#include "numeric/reduce.h"
 #include "collectives/task_kit.h"
 
 namespace tidegate {
@@ -116,6 +117,17 @@ Status make_allreduce_recursive_doubling(const TaskContext& context, const Colle
                "allreduce: input and output must have the same count");
   *task = std::make_unique<RecursiveDoubling>(context, args);
   return Status::ok();
+}
+
+// Each of log2(p') rounds exchanges and reduces the whole vector. A non-power-of-two P first
+// folds the P - p' extra ranks into partners (one whole-vector send plus a reduce) and finally
+// sends them the result (one more whole-vector send).
+double allreduce_recursive_doubling_cost_us(const CostTerms& t, double n, int64_t p) {
+  if (t.gamma < 0) return -1;
+  const int64_t core = cost::floor_pow2(p);
+  double us = std::log2(static_cast<double>(core)) * (t.alpha + n * t.beta + n * t.gamma);
+  if (core != p) us += (t.alpha + n * t.beta + n * t.gamma) + (t.alpha + n * t.beta);
+  return us;
 }
 
 }  // namespace tidegate

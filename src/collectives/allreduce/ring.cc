@@ -52,4 +52,10 @@ Status make_allreduce_ring(const TaskContext& context, const CollectiveArgs& arg
   return Status::ok();
 }
 
+// Reduce-scatter then allgather, each P-1 neighbour steps of n/P bytes.
+double allreduce_ring_cost_us(const CostTerms& t, double n, int64_t p) {
+  const double scatter = cost::ring_reduce_scatter(t, n, p);
+  return scatter < 0 ? -1 : scatter + cost::ring_allgather(t, n, p);
+}
+
 }  // namespace tidegate

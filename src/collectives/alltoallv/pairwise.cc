@@ -144,4 +144,9 @@ Status make_alltoallv_pairwise(const TaskContext& context, const CollectiveArgs&
   return Status::ok();
 }
 
+// P-1 rounds, each sending this rank's n/P block for one peer.
+double alltoallv_pairwise_cost_us(const CostTerms& t, double n, int64_t p) {
+  return cost::ring_allgather(t, n, p);
+}
+
 }  // namespace tidegate

@@ -54,10 +54,19 @@ Status make_barrier_dissemination(const TaskContext& context, const CollectiveAr
 // The same rounds carrying another op's header: every rank learns that every other rank posted
 // the same op (kind, count, dtype, reduce op) before it runs on a path whose messages would not
 // meet a differing rank's (another transport, a native collective).
-Status make_identity_check_task(const TaskContext& context, const CollectiveArgs& args,
+Status make_identity_check(const TaskContext& context, const CollectiveArgs& args,
                                 std::unique_ptr<CollectiveTask>* task) {
   *task = std::make_unique<DisseminationBarrier>(context, args, "identity_check");
   return Status::ok();
+}
+
+// ceil(log2 P) rounds of empty messages.
+double barrier_dissemination_cost_us(const CostTerms& t, double, int64_t p) {
+  return cost::ceil_log2(p) * t.alpha;
+}
+
+double identity_check_cost_us(const CostTerms& t, double bytes, int64_t p) {
+  return barrier_dissemination_cost_us(t, bytes, p);
 }
 
 }  // namespace tidegate

@@ -150,4 +150,9 @@ Status make_broadcast_binomial(const TaskContext& context, const CollectiveArgs&
   return Status::ok();
 }
 
+// ceil(log2 P) rounds, each forwarding the whole vector.
+double broadcast_binomial_cost_us(const CostTerms& t, double n, int64_t p) {
+  return cost::ceil_log2(p) * (t.alpha + n * t.beta);
+}
+
 }  // namespace tidegate

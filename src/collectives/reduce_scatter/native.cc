@@ -55,4 +55,8 @@ Status make_reduce_scatter_native(const TaskContext& context, const CollectiveAr
   return Status::ok();
 }
 
+double reduce_scatter_native_cost_us(const CostTerms& t, double n, int64_t p) {
+  return cost::native_collective(t, n, cost::spread(p));
+}
+
 }  // namespace tidegate

@@ -19,7 +19,7 @@
 #include <vector>
 
 #include "collectives/algorithms.h"
-#include "collectives/reduce.h"
+#include "numeric/reduce.h"
 #include "collectives/task_kit.h"
 
 namespace tidegate {
@@ -224,6 +224,10 @@ Status make_reduce_scatter_ring(const TaskContext& context, const CollectiveArgs
                "(tidegate_block_range)");
   *task = make_reduce_scatter_ring_task(context, op_identity(context, args), plan);
   return Status::ok();
+}
+
+double reduce_scatter_ring_cost_us(const CostTerms& t, double n, int64_t p) {
+  return cost::ring_reduce_scatter(t, n, p);
 }
 
 }  // namespace tidegate

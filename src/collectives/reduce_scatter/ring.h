@@ -6,7 +6,7 @@
 
 #include "collectives/ring_layout.h"
 #include "collectives/task.h"
-#include "core/wire_header.h"
+#include "base/wire_header.h"
 
 namespace tidegate {
 

@@ -3,7 +3,7 @@
 // otherwise). Only those two files know about MPI.
 #pragma once
 
-#include "core/config.h"
+#include "base/config.h"
 #include "tidegate/tidegate.h"
 
 namespace tidegate::info {

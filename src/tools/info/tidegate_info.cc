@@ -9,9 +9,9 @@
 #include <string>
 
 #include "build_info.inc"  // generated: TIDEGATE_BUILD_INFO_ROWS
-#include "core/c_api_internal.h"
-#include "core/config.h"
-#include "core/transport_registry.h"
+#include "api/c_api_internal.h"
+#include "base/config.h"
+#include "api/transport_registry.h"
 #include "src/tools/info/info_launch.h"
 
 namespace {

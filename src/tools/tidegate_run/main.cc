@@ -11,8 +11,8 @@
 #include <memory>
 
 #include "bootstrap/tcp_store.h"
-#include "core/config.h"
-#include "core/log.h"
+#include "base/config.h"
+#include "base/log.h"
 #include "tools/tidegate_run/rank_process.h"
 #include "tools/tidegate_run/run_options.h"
 #include "tools/tidegate_run/secret_file.h"

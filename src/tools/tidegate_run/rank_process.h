@@ -7,8 +7,8 @@
 #include <string>
 #include <vector>
 
-#include "core/socket_util.h"
-#include "core/status.h"
+#include "base/socket_util.h"
+#include "base/status.h"
 #include "tools/tidegate_run/run_options.h"
 
 namespace tidegate::run {

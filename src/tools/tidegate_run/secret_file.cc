@@ -8,7 +8,7 @@
 #include <system_error>
 #include <vector>
 
-#include "core/socket_util.h"
+#include "base/socket_util.h"
 
 namespace tidegate::run {
 

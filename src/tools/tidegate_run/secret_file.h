@@ -5,8 +5,8 @@
 
 #include <string>
 
-#include "bootstrap/auth.h"
-#include "core/status.h"
+#include "base/auth.h"
+#include "base/status.h"
 
 namespace tidegate::run {
 

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "core/types.h"
+#include "base/types.h"
 #include "tools/tidegate_run/line_forwarder.h"
 #include "tools/tidegate_run/rank_process.h"
 #include "tools/tidegate_run/run_options.h"

@@ -1,0 +1,194 @@
+#include "api/communicator.h"
+
+#include <openssl/rand.h>
+
+#include "api/communicator_transports.h"
+#include "base/log.h"
+#include "select/probe.h"
+#include "select/probe_exchange.h"
+
+namespace tidegate {
+
+namespace {
+
+// Rank 0 draws the communicator id (and, when the caller gave no secret, the data-connection
+// secret) and publishes them; every other rank reads them. The store is trusted: it is either
+// the caller's own or authenticated with the job secret.
+Status agree_on_identity(int rank, Store* store, Deadline deadline, uint64_t* comm_id,
+                         Secret* secret) {
+  if (rank == 0) {
+    uint64_t id = 0;
+    if (RAND_bytes(reinterpret_cast<unsigned char*>(&id), sizeof id) != 1) {
+      return internal_error("OpenSSL RAND_bytes failed while drawing the communicator id");
+    }
+    if (secret->empty()) TG_RETURN_IF_ERROR(Secret::random(secret));
+    TG_RETURN_IF_ERROR(store->set("secret", secret->text()));
+    TG_RETURN_IF_ERROR(store->set("comm_id", std::to_string(id)));
+    *comm_id = id;
+    return Status::ok();
+  }
+  std::string text;
+  TG_RETURN_IF_ERROR(store->get("comm_id", deadline, &text));
+  *comm_id = std::stoull(text);
+  if (secret->empty()) {
+    std::string shared;
+    TG_RETURN_IF_ERROR(store->get("secret", deadline, &shared));
+    *secret = Secret::from_text(shared);
+  }
+  return Status::ok();
+}
+
+}  // namespace
+
+Status Communicator::create(CommunicatorOptions options, std::unique_ptr<Communicator>* out) {
+  TG_CHECK_ARG(options.size >= 1, "communicator size must be at least 1, got " + std::to_string(options.size));
+  TG_CHECK_ARG(options.rank >= 0 && options.rank < options.size,
+               "rank " + std::to_string(options.rank) + " is outside [0, " + std::to_string(options.size) + ")");
+  TG_CHECK_ARG(options.store != nullptr, "communicator creation needs a store");
+  set_log_level(options.config.log_level());
+
+  std::unique_ptr<Communicator> comm(new Communicator());
+  comm->rank_ = options.rank;
+  comm->size_ = options.size;
+  comm->config_ = std::move(options.config);
+  comm->keep_alive_ = std::move(options.keep_alive);
+  const Deadline deadline = Deadline::after_ms(comm->config_.timeout_ms());
+  std::unique_ptr<Store> store = make_prefix_store(options.store, "tidegate/");
+
+  Secret secret = std::move(options.secret);
+  TG_RETURN_IF_ERROR(agree_on_identity(comm->rank_, store.get(), deadline, &comm->comm_id_, &secret));
+
+  TransportContext context;
+  context.rank = comm->rank_;
+  context.size = comm->size_;
+  context.comm_id = comm->comm_id_;
+  context.config = &comm->config_;
+  context.store = store.get();
+  context.secret = &secret;
+  context.deadline = deadline;
+  context.advertise_host = options.advertise_host;
+  context.mpi_comm = options.mpi_comm;
+  TG_RETURN_IF_ERROR(connect_transports(context, &comm->transports_));
+  std::vector<Transport*> transports;
+  for (const auto& t : comm->transports_) transports.push_back(t.get());
+  TG_RETURN_IF_ERROR(comm->make_planner(store.get(), transports, deadline));
+  // A barrier on the first transport before any rank leaves creation: rank 0 usually hosts the
+  // store, and a rank that went on to its first collective (and perhaps failed and exited)
+  // must not take the store away from a slower rank still reading the agreed probe from it.
+  // That rank would report a lost store instead of the collective's own error.
+  {
+    ProbeWire wire(transports.front(), comm->rank_, comm->size_, comm->comm_id_, deadline,
+                   "end-of-creation barrier");
+    std::vector<double> token{0.0};
+    TG_RETURN_IF_ERROR(wire.ring_max(&token));
+  }
+
+  TaskContext task_context;
+  task_context.transport = transports.front();
+  task_context.rank = comm->rank_;
+  task_context.size = comm->size_;
+  task_context.comm_id = comm->comm_id_;
+  task_context.config = &comm->config_;
+  comm->engine_ = std::make_unique<ProgressEngine>(task_context, transports, comm->planner_.get());
+  TG_LOG(kInfo, "rank " + std::to_string(comm->rank_),
+         "communicator of " + std::to_string(comm->size_) + " ranks ready on " +
+             comm->transport_names() + "; plan:\n" + comm->planner_->plan_table());
+  *out = std::move(comm);
+  return Status::ok();
+}
+
+Communicator::~Communicator() {
+  // A communicator whose creation failed half-way has no engine yet: nothing to finish.
+  if (!shut_down_ && engine_) {
+    Status st = shutdown();
+    (void)st;  // the destructor cannot report; tidegate_comm_destroy calls shutdown() itself
+  }
+}
+
+Status Communicator::post(CollectiveArgs args, std::shared_ptr<Request>* request) {
+  std::lock_guard<std::mutex> lock(post_mutex_);
+  if (shut_down_) return aborted_error("communicator was destroyed");
+  args.op_seq = next_op_seq_;
+  auto posted = std::make_shared<Request>(std::move(args));
+  TG_RETURN_IF_ERROR(engine_->post(posted));
+  ++next_op_seq_;
+  *request = std::move(posted);
+  ++posted_user_ops_;
+  const int64_t interval = config_.replan_interval();
+  if (interval > 0 && posted_user_ops_ % static_cast<uint64_t>(interval) == 0) {
+    // Every rank posts the same ops in the same order, so every rank inserts this round at the
+    // same place: an allreduce of the planner's statistics (buffers supplied by the engine).
+    CollectiveArgs round;
+    round.kind = OpKind::kAllreduce;
+    round.op_seq = next_op_seq_;
+    round.replan_round = true;
+    round.input.dtype = round.output.dtype = TIDEGATE_FLOAT64;
+    round.input.count = round.output.count = planner_->replan_statistics_count();
+    round.reduce_op = TIDEGATE_SUM;
+    // A refusal means the communicator already failed; the caller's request reports that.
+    Status st = engine_->post(std::make_shared<Request>(std::move(round)));
+    if (st.is_ok()) ++next_op_seq_;
+  }
+  return Status::ok();
+}
+
+void Communicator::abort(const std::string& reason) {
+  engine_->abort(aborted_error("rank " + std::to_string(rank_) + " aborted the communicator" +
+                               (reason.empty() ? std::string() : ": " + reason)));
+}
+
+Status Communicator::shutdown() {
+  {
+    std::lock_guard<std::mutex> lock(post_mutex_);
+    if (shut_down_) return Status::ok();
+    shut_down_ = true;
+  }
+  Status drained = engine_->drain();
+  engine_.reset();
+  Status closed = Status::ok();
+  if (drained.is_ok()) {
+    const Deadline deadline = Deadline::after_ms(config_.timeout_ms());
+    for (auto& transport : transports_) {
+      Status st = transport->close(deadline);
+      if (closed.is_ok()) closed = st;
+    }
+  }
+  transports_.clear();
+  keep_alive_.reset();
+  return drained.is_ok() ? closed : drained;
+}
+
+std::string Communicator::transport_names() const {
+  std::string names;
+  for (const auto& t : transports_) names += std::string(names.empty() ? "" : ",") + t->name();
+  return names;
+}
+
+std::string Communicator::planned_choice_for(const CollectiveArgs& args) const {
+  PlanDecision decision;
+  Status st = planner_->choose(args, &decision);
+  if (!st.is_ok()) return "(" + st.message() + ")";
+  return decision.transport + "/" + decision.algorithm->name;
+}
+
+Status Communicator::make_planner(Store* store, const std::vector<Transport*>& transports,
+                                  Deadline deadline) {
+  ProbeInputs probe;
+  probe.rank = rank_;
+  probe.size = size_;
+  probe.comm_id = comm_id_;
+  probe.config = &config_;
+  probe.store = store;
+  probe.transports = transports;
+  probe.deadline = deadline;
+  PlanInputs plan;
+  plan.size = size_;
+  TG_RETURN_IF_ERROR(run_probe(probe, &plan.profile));
+  for (Transport* t : transports) plan.transports.push_back({t->name(), t->capabilities()});
+  TG_RETURN_IF_ERROR(parse_tune(config_.raw("TIDEGATE_TUNE"), &plan.tune));
+  plan.config = &config_;
+  plan.use_size_rule = !config_.probe_enabled();
+  return Planner::create(std::move(plan), transports, &planner_);
+}
+
+}  // namespace tidegate

@@ -1,0 +1,166 @@
+#include "api/tensor_checks.h"
+
+#include <string>
+
+namespace tidegate {
+
+namespace {
+
+constexpr int64_t kMaxElements = int64_t{1} << 56;  // far beyond any memory; guards overflow
+
+bool overlaps_partially(const TensorView& a, const TensorView& b) {
+  if (a.data == b.data || a.count == 0 || b.count == 0) return false;
+  const char* a0 = a.byte_data();
+  const char* b0 = b.byte_data();
+  return a0 < b0 + b.bytes() && b0 < a0 + a.bytes();
+}
+
+Status check_same_dtype(const TensorView& input, const TensorView& output) {
+  if (input.dtype != output.dtype) {
+    return invalid_argument(std::string("input dtype ") + dtype_name(input.dtype) +
+                            " differs from output dtype " + dtype_name(output.dtype));
+  }
+  return Status::ok();
+}
+
+Status check_op(tidegate_reduce_op_t op) {
+  TG_CHECK_ARG(reduce_op_is_valid(op), "unknown reduce op " + std::to_string(static_cast<int>(op)));
+  return Status::ok();
+}
+
+std::string count_text(const char* what, int64_t got, int64_t want) {
+  return std::string(what) + " has count " + std::to_string(got) + " but must have " + std::to_string(want);
+}
+
+}  // namespace
+
+Status check_tensor(const tidegate_tensor_t* tensor, const char* role, TensorView* view) {
+  const std::string name(role);
+  TG_CHECK_ARG(tensor != nullptr, name + " tensor pointer is NULL");
+  TG_CHECK_ARG(tensor->count >= 0, name + " count is negative (" + std::to_string(tensor->count) + ")");
+  TG_CHECK_ARG(tensor->count <= kMaxElements, name + " count is implausibly large");
+  TG_CHECK_ARG(tensor->count == 0 || tensor->data != nullptr, name + " data is NULL but count > 0");
+  TG_CHECK_ARG(dtype_is_valid(tensor->dtype), name + " has unknown dtype " + std::to_string(static_cast<int>(tensor->dtype)));
+  TG_CHECK_ARG(tensor->memory == TIDEGATE_MEMORY_HOST || tensor->memory == TIDEGATE_MEMORY_CUDA,
+               name + " has unknown memory kind");
+  if (tensor->memory == TIDEGATE_MEMORY_CUDA) {
+    return unsupported(name + " is CUDA memory, but this build's transports move host memory "
+                       "only; copy it to the host or use a CUDA-capable transport (NCCL)");
+  }
+  const bool has_shape = tensor->rows != 0 || tensor->cols != 0;
+  if (has_shape) {
+    TG_CHECK_ARG(tensor->rows > 0 && tensor->cols > 0 && tensor->rows <= kMaxElements / tensor->cols &&
+                     tensor->rows * tensor->cols == tensor->count,
+                 name + " shape " + std::to_string(tensor->rows) + "x" + std::to_string(tensor->cols) +
+                     " does not match count " + std::to_string(tensor->count));
+  }
+  view->data = tensor->data;
+  view->count = tensor->count;
+  view->dtype = tensor->dtype;
+  view->memory = tensor->memory;
+  view->stream = tensor->stream;
+  view->rows = tensor->rows;
+  view->cols = tensor->cols;
+  return Status::ok();
+}
+
+Status copy_rank_array(const int64_t* values, int size, const char* role, std::vector<int64_t>* out) {
+  TG_CHECK_ARG(values != nullptr, std::string(role) + " array is NULL");
+  out->assign(values, values + size);
+  for (int r = 0; r < size; ++r) {
+    TG_CHECK_ARG(values[r] >= 0 && values[r] <= kMaxElements,
+                 std::string(role) + "[" + std::to_string(r) + "] = " + std::to_string(values[r]) + " is invalid");
+  }
+  return Status::ok();
+}
+
+Status allreduce_args(const tidegate_tensor_t* input, const tidegate_tensor_t* output,
+                      tidegate_reduce_op_t op, CollectiveArgs* args) {
+  args->kind = OpKind::kAllreduce;
+  TG_RETURN_IF_ERROR(check_op(op));
+  TG_RETURN_IF_ERROR(check_tensor(input, "input", &args->input));
+  TG_RETURN_IF_ERROR(check_tensor(output, "output", &args->output));
+  TG_RETURN_IF_ERROR(check_same_dtype(args->input, args->output));
+  TG_CHECK_ARG(args->input.count == args->output.count, count_text("output", args->output.count, args->input.count));
+  TG_CHECK_ARG(!overlaps_partially(args->input, args->output), "input and output overlap without being the same memory");
+  args->reduce_op = op;
+  return Status::ok();
+}
+
+Status reduce_scatter_args(const tidegate_tensor_t* input, const tidegate_tensor_t* output,
+                           tidegate_reduce_op_t op, int rank, int size, CollectiveArgs* args) {
+  args->kind = OpKind::kReduceScatter;
+  TG_RETURN_IF_ERROR(check_op(op));
+  TG_RETURN_IF_ERROR(check_tensor(input, "input", &args->input));
+  TG_RETURN_IF_ERROR(check_tensor(output, "output", &args->output));
+  TG_RETURN_IF_ERROR(check_same_dtype(args->input, args->output));
+  int64_t offset = 0;
+  int64_t length = 0;
+  block_range(args->input.count, size, rank, &offset, &length);
+  TG_CHECK_ARG(args->output.count == length,
+               count_text("output", args->output.count, length) + " (this rank's block of " +
+                   std::to_string(args->input.count) + " elements; see tidegate_block_range)");
+  TG_CHECK_ARG(!overlaps_partially(args->input, args->output), "input and output overlap");
+  args->reduce_op = op;
+  return Status::ok();
+}
+
+Status allgather_args(const tidegate_tensor_t* input, const tidegate_tensor_t* output, int size,
+                      CollectiveArgs* args) {
+  args->kind = OpKind::kAllgather;
+  TG_RETURN_IF_ERROR(check_tensor(input, "input", &args->input));
+  TG_RETURN_IF_ERROR(check_tensor(output, "output", &args->output));
+  TG_RETURN_IF_ERROR(check_same_dtype(args->input, args->output));
+  TG_CHECK_ARG(args->output.count == args->input.count * size,
+               count_text("output", args->output.count, args->input.count * size) + " (size x input count)");
+  return Status::ok();
+}
+
+Status allgatherv_args(const tidegate_tensor_t* input, const tidegate_tensor_t* output,
+                       const int64_t* counts, int rank, int size, CollectiveArgs* args) {
+  args->kind = OpKind::kAllgatherv;
+  TG_RETURN_IF_ERROR(check_tensor(input, "input", &args->input));
+  TG_RETURN_IF_ERROR(check_tensor(output, "output", &args->output));
+  TG_RETURN_IF_ERROR(check_same_dtype(args->input, args->output));
+  TG_RETURN_IF_ERROR(copy_rank_array(counts, size, "counts", &args->counts));
+  int64_t total = 0;
+  for (int64_t c : args->counts) total += c;
+  TG_CHECK_ARG(args->input.count == args->counts[rank], count_text("input", args->input.count, args->counts[rank]) + " (counts[rank])");
+  TG_CHECK_ARG(args->output.count == total, count_text("output", args->output.count, total) + " (sum of counts)");
+  return Status::ok();
+}
+
+Status broadcast_args(const tidegate_tensor_t* tensor, int root, int size, CollectiveArgs* args) {
+  args->kind = OpKind::kBroadcast;
+  TG_CHECK_ARG(root >= 0 && root < size, "broadcast root " + std::to_string(root) + " is outside [0, " + std::to_string(size) + ")");
+  TG_RETURN_IF_ERROR(check_tensor(tensor, "tensor", &args->output));
+  args->input = args->output;
+  args->root = root;
+  return Status::ok();
+}
+
+Status alltoallv_args(const tidegate_tensor_t* input, const int64_t* send_counts,
+                      const int64_t* send_offsets, const tidegate_tensor_t* output,
+                      const int64_t* recv_counts, const int64_t* recv_offsets, int size,
+                      CollectiveArgs* args) {
+  args->kind = OpKind::kAlltoallv;
+  TG_RETURN_IF_ERROR(check_tensor(input, "input", &args->input));
+  TG_RETURN_IF_ERROR(check_tensor(output, "output", &args->output));
+  TG_RETURN_IF_ERROR(check_same_dtype(args->input, args->output));
+  TG_RETURN_IF_ERROR(copy_rank_array(send_counts, size, "send_counts", &args->send_counts));
+  TG_RETURN_IF_ERROR(copy_rank_array(send_offsets, size, "send_offsets", &args->send_offsets));
+  TG_RETURN_IF_ERROR(copy_rank_array(recv_counts, size, "recv_counts", &args->recv_counts));
+  TG_RETURN_IF_ERROR(copy_rank_array(recv_offsets, size, "recv_offsets", &args->recv_offsets));
+  for (int p = 0; p < size; ++p) {
+    TG_CHECK_ARG(args->send_offsets[p] + args->send_counts[p] <= args->input.count,
+                 "send block for rank " + std::to_string(p) + " runs past the input tensor");
+    TG_CHECK_ARG(args->recv_offsets[p] + args->recv_counts[p] <= args->output.count,
+                 "receive block for rank " + std::to_string(p) + " runs past the output tensor");
+  }
+  const bool empty = args->input.count == 0 || args->output.count == 0;
+  TG_CHECK_ARG(empty || (!overlaps_partially(args->input, args->output) && args->input.data != args->output.data),
+               "alltoallv needs separate input and output memory");
+  return Status::ok();
+}
+
+}  // namespace tidegate
