@@ -52,7 +52,8 @@ struct SignMagnitude {
   __device__ __forceinline__ uint32_t code(float x, uint32_t counter, uint32_t key) const {
     if (norm == 0.0f) return 0;
     const float magnitude = fabsf(x);
-    const float t = use_ratio ? __fmul_rn(magnitude, ratio) : __fmul_rn(__fdiv_rn(magnitude, norm), top);
+    const float t =
+        use_ratio ? __fmul_rn(magnitude, ratio) : __fmul_rn(__fdiv_rn(magnitude, norm), top);
     float s = __fadd_rn(t, detail::uniform01(counter, key));
     s = s < top ? s : top;
     return static_cast<uint32_t>(__float2int_rz(s)) | ((x < 0.0f ? 1u : 0u) << (bits - 1));
@@ -84,7 +85,9 @@ struct QsgdPolicy {
     constexpr float kMaxNorm = 0x1p127f;  // qsgd.cc: level * (norm / s) must stay finite
     ok = b.squares < static_cast<double>(kMaxNorm) * kMaxNorm && norm < kMaxNorm;
   }
-  __device__ static float sqrt_to_float(double squares) { return __double2float_rn(__dsqrt_rn(squares)); }
+  __device__ static float sqrt_to_float(double squares) {
+    return __double2float_rn(__dsqrt_rn(squares));
+  }
   __device__ void scales(float* out) const { out[0] = norm; }
   __device__ __forceinline__ uint32_t code(float x, uint32_t counter, uint32_t key) const {
     return quantiser.code(x, counter, key);
@@ -96,7 +99,9 @@ struct TernGradPolicy {
   static constexpr int kScales = 1;
   struct Lane {
     uint32_t max_bits = 0;
-    __device__ __forceinline__ void add(float x) { max_bits = max(max_bits, __float_as_uint(x) & 0x7fffffffu); }
+    __device__ __forceinline__ void add(float x) {
+      max_bits = max(max_bits, __float_as_uint(x) & 0x7fffffffu);
+    }
   };
   struct Bucket {
     uint32_t max_bits = 0;
@@ -199,15 +204,22 @@ struct OneBitPolicy {
   bool ok;
   __device__ OneBitPolicy(const Bucket& b, int64_t m, const Settings&) {
     ok = isfinite(b.positive) && isfinite(b.negative);
-    means[0] = b.negatives < m ? __double2float_rn(__ddiv_rn(b.positive, __ll2double_rn(m - b.negatives))) : 0.0f;
-    means[1] = b.negatives > 0 ? __double2float_rn(__ddiv_rn(b.negative, __ll2double_rn(b.negatives))) : 0.0f;
+    means[0] = b.negatives < m
+                   ? __double2float_rn(__ddiv_rn(b.positive, __ll2double_rn(m - b.negatives)))
+                   : 0.0f;
+    means[1] = b.negatives > 0
+                   ? __double2float_rn(__ddiv_rn(b.negative, __ll2double_rn(b.negatives)))
+                   : 0.0f;
   }
   __device__ void scales(float* out) const { out[0] = means[0], out[1] = means[1]; }
-  __device__ __forceinline__ uint32_t code(float x, uint32_t, uint32_t) const { return x < 0.0f ? 1u : 0u; }
+  __device__ __forceinline__ uint32_t code(float x, uint32_t, uint32_t) const {
+    return x < 0.0f ? 1u : 0u;
+  }
 };
 
 // Loads elements e..e+3 (e a multiple of 4) and how many of them lie before `end`.
-__device__ __forceinline__ int load4(const float* __restrict__ in, int64_t e, int64_t end, float x[4]) {
+__device__ __forceinline__ int load4(const float* __restrict__ in, int64_t e, int64_t end,
+                                     float x[4]) {
   if (e + 4 <= end) {
     const float4 v = *reinterpret_cast<const float4*>(in + e);
     x[0] = v.x, x[1] = v.y, x[2] = v.z, x[3] = v.w;
@@ -226,13 +238,16 @@ __device__ __forceinline__ int load4(const float* __restrict__ in, int64_t e, in
 // bucket or lie past the payload and are skipped. Even widths on a whole group: each thread
 // stores its own bits / 2 bytes (aligned: the codes start 4-byte aligned, groups at multiples
 // of 8 elements). Otherwise thread 0 gathers the group and stores it byte by byte.
-__device__ __forceinline__ void store_group(uint8_t* codes, int64_t at, int64_t limit, uint32_t value, unsigned bits,
-                                            int q, unsigned mask) {
+__device__ __forceinline__ void store_group(uint8_t* codes, int64_t at, int64_t limit,
+                                            uint32_t value, unsigned bits, int q, unsigned mask) {
   if (bits % 2 == 0 && bits != 6 && at + 2 * static_cast<int64_t>(bits) <= limit) {
     uint8_t* p = codes + at + bits * q / 2;
-    if (bits == 8) *reinterpret_cast<uint32_t*>(p) = value;
-    else if (bits == 4) *reinterpret_cast<uint16_t*>(p) = static_cast<uint16_t>(value);
-    else *p = static_cast<uint8_t>(value);
+    if (bits == 8)
+      *reinterpret_cast<uint32_t*>(p) = value;
+    else if (bits == 4)
+      *reinterpret_cast<uint16_t*>(p) = static_cast<uint16_t>(value);
+    else
+      *p = static_cast<uint8_t>(value);
     return;
   }
   uint64_t low = 0, high = 0;  // the group's 16 * bits <= 128 bits
@@ -254,8 +269,8 @@ __device__ __forceinline__ void store_group(uint8_t* codes, int64_t at, int64_t 
 
 template <typename Policy>
 __global__ void __launch_bounds__(kThreads)
-    bucket_kernel(uint8_t* __restrict__ out, const float* __restrict__ in, int64_t n, int64_t bucket,
-                  Settings settings, PayloadPrefix prefix, int64_t* bad_index) {
+    bucket_kernel(uint8_t* __restrict__ out, const float* __restrict__ in, int64_t n,
+                  int64_t bucket, Settings settings, PayloadPrefix prefix, int64_t* bad_index) {
   detail::write_prefix(out, prefix);
   const int64_t buckets = (n + bucket - 1) / bucket;
   float* scales = reinterpret_cast<float*>(out + 24);
@@ -264,7 +279,8 @@ __global__ void __launch_bounds__(kThreads)
   const int q = threadIdx.x & 3;
   const unsigned mask = detail::quad_mask();
   const int64_t quads = (static_cast<int64_t>(gridDim.x) * blockDim.x) / 4;
-  for (int64_t b = (static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x) / 4; b < buckets; b += quads) {
+  for (int64_t b = (static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x) / 4; b < buckets;
+       b += quads) {
     const int64_t first = b * bucket;
     const int64_t end = min(first + bucket, n);
     typename Policy::Lane lanes[4];
@@ -292,14 +308,16 @@ __global__ void __launch_bounds__(kThreads)
         }
       }
       for (int step = 1; step < 4; step *= 2) {
-        bad = min(bad, static_cast<int64_t>(__shfl_xor_sync(mask, static_cast<long long>(bad), step, 4)));
+        bad = min(
+            bad, static_cast<int64_t>(__shfl_xor_sync(mask, static_cast<long long>(bad), step, 4)));
       }
       if (q == 0) detail::report_bad(bad_index, bad == INT64_MAX ? first : bad);
       continue;
     }
     if (q == 0) policy.scales(scales + b * Policy::kScales);
     const uint64_t segment = static_cast<uint64_t>(first) >> 32;
-    const Keys keys{segment, detail::stream_key(settings.seed, segment), detail::stream_key(settings.seed, segment + 1)};
+    const Keys keys{segment, detail::stream_key(settings.seed, segment),
+                    detail::stream_key(settings.seed, segment + 1)};
     // Bytes past the bucket's own codes belong to the next bucket (or lie past the payload).
     const int64_t limit = end == n ? code_bytes : end * settings.bits / 8;
     for (int64_t g = first; g < end; g += 16) {
@@ -319,8 +337,9 @@ __global__ void __launch_bounds__(kThreads)
 }
 
 template <typename Policy>
-const char* launch_bucketed(uint8_t codec, uint8_t variant, unsigned scales, uint8_t* out, const float* in, int64_t n,
-                            int64_t bucket, const Settings& settings, int64_t* bad_index, void* stream) {
+const char* launch_bucketed(uint8_t codec, uint8_t variant, unsigned scales, uint8_t* out,
+                            const float* in, int64_t n, int64_t bucket, const Settings& settings,
+                            int64_t* bad_index, void* stream) {
   if (const char* error = detail::check_common(out, in, n, bad_index)) return error;
   if (bucket < 8 || bucket > (int64_t{1} << 24) || bucket % 8 != 0) {
     return "tidegate cuda encode: bucket must be a multiple of 8 from 8 to 16777216";
@@ -328,43 +347,49 @@ const char* launch_bucketed(uint8_t codec, uint8_t variant, unsigned scales, uin
   if (const char* error = detail::reset_bad_index(bad_index, stream)) return error;
   // bucketed_codec.h parameters: u8 bits | u8 variant | u16 scales per bucket | u32 bucket.
   const uint32_t bucket32 = static_cast<uint32_t>(bucket);
-  const uint8_t params[8] = {static_cast<uint8_t>(settings.bits), variant, static_cast<uint8_t>(scales), 0,
-                             static_cast<uint8_t>(bucket32), static_cast<uint8_t>(bucket32 >> 8),
-                             static_cast<uint8_t>(bucket32 >> 16), static_cast<uint8_t>(bucket32 >> 24)};
+  const uint8_t params[8] = {
+      static_cast<uint8_t>(settings.bits),  variant,
+      static_cast<uint8_t>(scales),         0,
+      static_cast<uint8_t>(bucket32),       static_cast<uint8_t>(bucket32 >> 8),
+      static_cast<uint8_t>(bucket32 >> 16), static_cast<uint8_t>(bucket32 >> 24)};
   const PayloadPrefix prefix = payload_prefix(codec, n, params, sizeof params);
   const int64_t buckets = (n + bucket - 1) / bucket;
-  bucket_kernel<Policy><<<detail::grid_for(buckets, kThreads / 4), kThreads, 0, static_cast<cudaStream_t>(stream)>>>(
-      out, in, n, bucket, settings, prefix, bad_index);
+  bucket_kernel<Policy>
+      <<<detail::grid_for(buckets, kThreads / 4), kThreads, 0, static_cast<cudaStream_t>(stream)>>>(
+          out, in, n, bucket, settings, prefix, bad_index);
   return detail::launch_status();
 }
 
 }  // namespace
 
-const char* launch_onebit_encode(uint8_t* out, const float* in, int64_t n, int64_t bucket, int64_t* bad_index,
-                                 void* stream) {
+const char* launch_onebit_encode(uint8_t* out, const float* in, int64_t n, int64_t bucket,
+                                 int64_t* bad_index, void* stream) {
   Settings s;
   s.bits = 1;
   return launch_bucketed<OneBitPolicy>(kOneBitId, 0, 2, out, in, n, bucket, s, bad_index, stream);
 }
 
-const char* launch_maxmin_encode(uint8_t* out, const float* in, int64_t n, unsigned bits, int64_t bucket,
-                                 bool stochastic, uint64_t seed, int64_t* bad_index, void* stream) {
+const char* launch_maxmin_encode(uint8_t* out, const float* in, int64_t n, unsigned bits,
+                                 int64_t bucket, bool stochastic, uint64_t seed, int64_t* bad_index,
+                                 void* stream) {
   if (bits < 1 || bits > 8) return "tidegate cuda maxmin: bits must be 1..8";
   const Settings s{bits, (1 << bits) - 1, stochastic, seed};
-  return launch_bucketed<MaxMinPolicy>(kMaxMinId, stochastic ? 1 : 0, 2, out, in, n, bucket, s, bad_index, stream);
+  return launch_bucketed<MaxMinPolicy>(kMaxMinId, stochastic ? 1 : 0, 2, out, in, n, bucket, s,
+                                       bad_index, stream);
 }
 
-const char* launch_qsgd_encode(uint8_t* out, const float* in, int64_t n, unsigned bits, int64_t bucket,
-                               uint64_t seed, int64_t* bad_index, void* stream) {
+const char* launch_qsgd_encode(uint8_t* out, const float* in, int64_t n, unsigned bits,
+                               int64_t bucket, uint64_t seed, int64_t* bad_index, void* stream) {
   if (bits != 2 && bits != 4 && bits != 8) return "tidegate cuda qsgd: bits must be 2, 4 or 8";
   const Settings s{bits, (1 << (bits - 1)) - 1, true, seed};
   return launch_bucketed<QsgdPolicy>(kQsgdId, 0, 1, out, in, n, bucket, s, bad_index, stream);
 }
 
-const char* launch_terngrad_encode(uint8_t* out, const float* in, int64_t n, int64_t bucket, uint64_t seed,
-                                   int64_t* bad_index, void* stream) {
+const char* launch_terngrad_encode(uint8_t* out, const float* in, int64_t n, int64_t bucket,
+                                   uint64_t seed, int64_t* bad_index, void* stream) {
   const Settings s{2, 1, true, seed};
-  return launch_bucketed<TernGradPolicy>(kTernGradId, 0, 1, out, in, n, bucket, s, bad_index, stream);
+  return launch_bucketed<TernGradPolicy>(kTernGradId, 0, 1, out, in, n, bucket, s, bad_index,
+                                         stream);
 }
 
 }  // namespace tidegate::cuda

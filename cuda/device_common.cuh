@@ -30,7 +30,9 @@ __device__ __forceinline__ void report_bad(int64_t* bad_index, int64_t index) {
   atomicMin(reinterpret_cast<long long*>(bad_index), static_cast<long long>(index));
 }
 
-__device__ __forceinline__ bool is_nonfinite(float x) { return (__float_as_uint(x) & 0x7f800000u) == 0x7f800000u; }
+__device__ __forceinline__ bool is_nonfinite(float x) {
+  return (__float_as_uint(x) & 0x7f800000u) == 0x7f800000u;
+}
 
 // compress/stochastic.h, evaluated on the device.
 __device__ __forceinline__ uint64_t splitmix64(uint64_t x) {

@@ -27,8 +27,10 @@ double device_peak_gbps() {
   int device = 0, clock_khz = 0, bus_bits = 0;
   if (cudaGetDevice(&device) != cudaSuccess) return 0;
   // Attributes rather than cudaDeviceProp fields: CUDA 13 removed memoryClockRate from the struct.
-  if (cudaDeviceGetAttribute(&clock_khz, cudaDevAttrMemoryClockRate, device) != cudaSuccess) return 0;
-  if (cudaDeviceGetAttribute(&bus_bits, cudaDevAttrGlobalMemoryBusWidth, device) != cudaSuccess) return 0;
+  if (cudaDeviceGetAttribute(&clock_khz, cudaDevAttrMemoryClockRate, device) != cudaSuccess)
+    return 0;
+  if (cudaDeviceGetAttribute(&bus_bits, cudaDevAttrGlobalMemoryBusWidth, device) != cudaSuccess)
+    return 0;
   // Double data rate: two transfers per clock on the bus.
   return 2.0 * clock_khz * 1e3 * (bus_bits / 8.0) / 1e9;
 }
@@ -36,7 +38,8 @@ double device_peak_gbps() {
 std::string device_description() {
   int device = 0;
   cudaDeviceProp prop{};
-  if (cudaGetDevice(&device) != cudaSuccess || cudaGetDeviceProperties(&prop, device) != cudaSuccess) {
+  if (cudaGetDevice(&device) != cudaSuccess ||
+      cudaGetDeviceProperties(&prop, device) != cudaSuccess) {
     return "unknown device";
   }
   char text[128];
@@ -45,7 +48,9 @@ std::string device_description() {
   return std::string(prop.name) + text;
 }
 
-const char* device_alloc(void** ptr, size_t bytes) { return message(cudaMalloc(ptr, bytes == 0 ? 1 : bytes)); }
+const char* device_alloc(void** ptr, size_t bytes) {
+  return message(cudaMalloc(ptr, bytes == 0 ? 1 : bytes));
+}
 const char* device_free(void* ptr) { return message(cudaFree(ptr)); }
 const char* copy_to_device(void* dst, const void* src, size_t bytes) {
   return message(cudaMemcpy(dst, src, bytes, cudaMemcpyHostToDevice));
@@ -56,7 +61,9 @@ const char* copy_to_host(void* dst, const void* src, size_t bytes) {
 const char* copy_device_to_device(void* dst, const void* src, size_t bytes) {
   return message(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, nullptr));
 }
-const char* device_memset(void* ptr, int value, size_t bytes) { return message(cudaMemset(ptr, value, bytes)); }
+const char* device_memset(void* ptr, int value, size_t bytes) {
+  return message(cudaMemset(ptr, value, bytes));
+}
 const char* device_synchronize() { return message(cudaDeviceSynchronize()); }
 
 EventTimer::EventTimer() {
@@ -79,7 +86,8 @@ float EventTimer::stop() {
   float ms = -1;
   if (cudaEventRecord(static_cast<cudaEvent_t>(stop_), nullptr) != cudaSuccess) return -1;
   if (cudaEventSynchronize(static_cast<cudaEvent_t>(stop_)) != cudaSuccess) return -1;
-  if (cudaEventElapsedTime(&ms, static_cast<cudaEvent_t>(start_), static_cast<cudaEvent_t>(stop_)) != cudaSuccess) {
+  if (cudaEventElapsedTime(&ms, static_cast<cudaEvent_t>(start_),
+                           static_cast<cudaEvent_t>(stop_)) != cudaSuccess) {
     return -1;
   }
   return ms;

@@ -33,35 +33,39 @@
 namespace tidegate::cuda {
 
 // fp16 / bf16: one binary16 / bfloat16 per element, round to nearest even (collectives/half.h).
-const char* launch_fp16_encode(uint8_t* out, const float* in, int64_t n, int64_t* bad_index, void* stream);
-const char* launch_bf16_encode(uint8_t* out, const float* in, int64_t n, int64_t* bad_index, void* stream);
+const char* launch_fp16_encode(uint8_t* out, const float* in, int64_t n, int64_t* bad_index,
+                               void* stream);
+const char* launch_bf16_encode(uint8_t* out, const float* in, int64_t n, int64_t* bad_index,
+                               void* stream);
 
 // signsgd: one bit per element, x < 0, LSB-first (compress/bitpack.h), voters = 1.
-const char* launch_signsgd_encode(uint8_t* out, const float* in, int64_t n, int64_t* bad_index, void* stream);
+const char* launch_signsgd_encode(uint8_t* out, const float* in, int64_t n, int64_t* bad_index,
+                                  void* stream);
 
 // efsign: sign bits plus the scale mean(|x|), summed per 4096-element block in lane order and
 // then over blocks in block order (efsign.cc). workspace: efsign_workspace_bytes(n) bytes of
 // device memory for the per-block sums.
 size_t efsign_workspace_bytes(int64_t n);
-const char* launch_efsign_encode(uint8_t* out, const float* in, int64_t n, void* workspace, int64_t* bad_index,
-                                 void* stream);
+const char* launch_efsign_encode(uint8_t* out, const float* in, int64_t n, void* workspace,
+                                 int64_t* bad_index, void* stream);
 
 // The bucketed quantisers (compress/bucketed_codec.h layout). bucket: a multiple of 8 from 8 to
 // 2^24, as the CPU spec parser accepts. One group of four threads quantises one bucket, so
 // throughput wants many buckets (the default 512 gives 2 Mi of them per GiB of floats).
-const char* launch_onebit_encode(uint8_t* out, const float* in, int64_t n, int64_t bucket, int64_t* bad_index,
-                                 void* stream);
+const char* launch_onebit_encode(uint8_t* out, const float* in, int64_t n, int64_t bucket,
+                                 int64_t* bad_index, void* stream);
 // maxmin: bits 1..8; stochastic rounding draws from the counter-based stream of
 // compress/stochastic.h (element i uses mix32(uint32(i) ^ stream_key(seed, i >> 32))), so the
 // stochastic payload is byte-identical to the CPU's for the same seed, not merely equal in
 // distribution. seed is ignored for nearest rounding.
-const char* launch_maxmin_encode(uint8_t* out, const float* in, int64_t n, unsigned bits, int64_t bucket,
-                                 bool stochastic, uint64_t seed, int64_t* bad_index, void* stream);
+const char* launch_maxmin_encode(uint8_t* out, const float* in, int64_t n, unsigned bits,
+                                 int64_t bucket, bool stochastic, uint64_t seed, int64_t* bad_index,
+                                 void* stream);
 // qsgd: bits 2, 4 or 8; byte-identical to the CPU for the same seed.
-const char* launch_qsgd_encode(uint8_t* out, const float* in, int64_t n, unsigned bits, int64_t bucket,
-                               uint64_t seed, int64_t* bad_index, void* stream);
+const char* launch_qsgd_encode(uint8_t* out, const float* in, int64_t n, unsigned bits,
+                               int64_t bucket, uint64_t seed, int64_t* bad_index, void* stream);
 // terngrad: 2-bit codes, scale max |x|; byte-identical to the CPU for the same seed.
-const char* launch_terngrad_encode(uint8_t* out, const float* in, int64_t n, int64_t bucket, uint64_t seed,
-                                   int64_t* bad_index, void* stream);
+const char* launch_terngrad_encode(uint8_t* out, const float* in, int64_t n, int64_t bucket,
+                                   uint64_t seed, int64_t* bad_index, void* stream);
 
 }  // namespace tidegate::cuda

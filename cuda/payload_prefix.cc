@@ -7,11 +7,14 @@
 
 namespace tidegate::cuda {
 
-static_assert(kFp16Id == static_cast<uint8_t>(CodecId::kFp16) && kBf16Id == static_cast<uint8_t>(CodecId::kBf16) &&
-              kQsgdId == static_cast<uint8_t>(CodecId::kQsgd) && kMaxMinId == static_cast<uint8_t>(CodecId::kMaxMin) &&
+static_assert(kFp16Id == static_cast<uint8_t>(CodecId::kFp16) &&
+              kBf16Id == static_cast<uint8_t>(CodecId::kBf16) &&
+              kQsgdId == static_cast<uint8_t>(CodecId::kQsgd) &&
+              kMaxMinId == static_cast<uint8_t>(CodecId::kMaxMin) &&
               kTernGradId == static_cast<uint8_t>(CodecId::kTernGrad) &&
               kSignSgdId == static_cast<uint8_t>(CodecId::kSignSgd) &&
-              kEfSignId == static_cast<uint8_t>(CodecId::kEfSign) && kOneBitId == static_cast<uint8_t>(CodecId::kOneBit));
+              kEfSignId == static_cast<uint8_t>(CodecId::kEfSign) &&
+              kOneBitId == static_cast<uint8_t>(CodecId::kOneBit));
 static_assert(kPayloadHeaderBytes == 16, "the kernels write the prefix as 64-bit words");
 
 PayloadPrefix payload_prefix(uint8_t codec, int64_t n, const uint8_t* params, size_t param_bytes) {

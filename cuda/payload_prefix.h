@@ -19,7 +19,7 @@ struct PayloadPrefix {
 PayloadPrefix payload_prefix(uint8_t codec, int64_t n, const uint8_t* params, size_t param_bytes);
 
 // The codec ids the kernels produce (checked against compress/codec.h in payload_prefix.cc).
-inline constexpr uint8_t kFp16Id = 1, kBf16Id = 2, kQsgdId = 6, kMaxMinId = 7, kTernGradId = 8, kSignSgdId = 9,
-                         kEfSignId = 10, kOneBitId = 11;
+inline constexpr uint8_t kFp16Id = 1, kBf16Id = 2, kQsgdId = 6, kMaxMinId = 7, kTernGradId = 8,
+                         kSignSgdId = 9, kEfSignId = 10, kOneBitId = 11;
 
 }  // namespace tidegate::cuda

@@ -24,7 +24,8 @@ __device__ __forceinline__ uint32_t to_fp16(float f) {
   const uint32_t nan = 0x7e00u | ((magnitude >> 13) & 0x3ffu);
   const uint32_t rebiased = magnitude - 0x38000000u;
   const uint32_t normal = (rebiased + 0xfffu + ((rebiased >> 13) & 1u)) >> 13;
-  const uint32_t subnormal = __float_as_uint(__fadd_rn(__uint_as_float(magnitude), 0.5f)) - 0x3f000000u;
+  const uint32_t subnormal =
+      __float_as_uint(__fadd_rn(__uint_as_float(magnitude), 0.5f)) - 0x3f000000u;
   const uint32_t result = magnitude > 0x7f800000u    ? nan
                           : magnitude >= 0x47800000u ? 0x7c00u
                           : magnitude >= 0x38800000u ? normal
@@ -50,8 +51,8 @@ __device__ __forceinline__ uint32_t to_16(float f, bool* bad) {
 // elements by the first threads of the grid.
 template <bool kBf16>
 __global__ void __launch_bounds__(kThreads)
-    half_kernel(uint8_t* __restrict__ out, const float* __restrict__ in, int64_t n, PayloadPrefix prefix,
-                int64_t* bad_index) {
+    half_kernel(uint8_t* __restrict__ out, const float* __restrict__ in, int64_t n,
+                PayloadPrefix prefix, int64_t* bad_index) {
   detail::write_prefix(out, prefix);
   uint16_t* body = reinterpret_cast<uint16_t*>(out + 16);
   const int64_t groups = n / 4;
@@ -93,7 +94,8 @@ __global__ void __launch_bounds__(kThreads)
   const int64_t quads = (static_cast<int64_t>(gridDim.x) * blockDim.x) / 4;
   const int64_t blocks = (n + block - 1) / block;
   const int64_t limit = (n + 7) / 8;  // packed_bytes(n, 1)
-  for (int64_t b = (static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x) / 4; b < blocks; b += quads) {
+  for (int64_t b = (static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x) / 4; b < blocks;
+       b += quads) {
     const int64_t first = b * block;
     const int64_t m = min(block, n - first);
     double acc[4] = {0.0, 0.0, 0.0, 0.0};
@@ -143,7 +145,8 @@ __global__ void __launch_bounds__(kThreads)
 // efsign's scale: the block sums added in block order (a sequential chain, as on the CPU),
 // staged through shared memory so that the loads overlap; then divided by n.
 __global__ void __launch_bounds__(kThreads)
-    efsign_scale_kernel(uint8_t* out, const double* __restrict__ block_sums, int64_t blocks, int64_t n) {
+    efsign_scale_kernel(uint8_t* out, const double* __restrict__ block_sums, int64_t blocks,
+                        int64_t n) {
   __shared__ double stage[kThreads];
   double sum = 0.0;
   for (int64_t base = 0; base < blocks; base += kThreads) {
@@ -167,33 +170,40 @@ constexpr int64_t kEfSignBlock = 4096;  // efsign.cc's kBlock: part of the scale
 constexpr int64_t kSignBlock = 1024;    // signsgd: any multiple of 16 gives the same bytes
 
 template <bool kBf16>
-const char* launch_half(uint8_t* out, const float* in, int64_t n, int64_t* bad_index, void* stream) {
+const char* launch_half(uint8_t* out, const float* in, int64_t n, int64_t* bad_index,
+                        void* stream) {
   if (const char* error = detail::check_common(out, in, n, bad_index)) return error;
   if (const char* error = detail::reset_bad_index(bad_index, stream)) return error;
   const PayloadPrefix prefix = payload_prefix(kBf16 ? kBf16Id : kFp16Id, n, nullptr, 0);
-  half_kernel<kBf16><<<detail::grid_for(n / 4, kThreads), kThreads, 0, static_cast<cudaStream_t>(stream)>>>(
-      out, in, n, prefix, bad_index);
+  half_kernel<kBf16>
+      <<<detail::grid_for(n / 4, kThreads), kThreads, 0, static_cast<cudaStream_t>(stream)>>>(
+          out, in, n, prefix, bad_index);
   return detail::launch_status();
 }
 
 }  // namespace
 
-const char* launch_fp16_encode(uint8_t* out, const float* in, int64_t n, int64_t* bad_index, void* stream) {
+const char* launch_fp16_encode(uint8_t* out, const float* in, int64_t n, int64_t* bad_index,
+                               void* stream) {
   return launch_half<false>(out, in, n, bad_index, stream);
 }
 
-const char* launch_bf16_encode(uint8_t* out, const float* in, int64_t n, int64_t* bad_index, void* stream) {
+const char* launch_bf16_encode(uint8_t* out, const float* in, int64_t n, int64_t* bad_index,
+                               void* stream) {
   return launch_half<true>(out, in, n, bad_index, stream);
 }
 
-const char* launch_signsgd_encode(uint8_t* out, const float* in, int64_t n, int64_t* bad_index, void* stream) {
+const char* launch_signsgd_encode(uint8_t* out, const float* in, int64_t n, int64_t* bad_index,
+                                  void* stream) {
   if (const char* error = detail::check_common(out, in, n, bad_index)) return error;
   if (const char* error = detail::reset_bad_index(bad_index, stream)) return error;
-  const uint8_t params[8] = {1, 0, 0, 0, 1, 0, 0, 0};  // u32 voters = 1 | u8 width = 1 | 3 zero bytes
+  const uint8_t params[8] = {1, 0, 0, 0,
+                             1, 0, 0, 0};  // u32 voters = 1 | u8 width = 1 | 3 zero bytes
   const PayloadPrefix prefix = payload_prefix(kSignSgdId, n, params, sizeof params);
   const int64_t blocks = (n + kSignBlock - 1) / kSignBlock;
-  sign_kernel<false><<<detail::grid_for(blocks, kThreads / 4), kThreads, 0, static_cast<cudaStream_t>(stream)>>>(
-      out, in, n, kSignBlock, nullptr, prefix, bad_index);
+  sign_kernel<false>
+      <<<detail::grid_for(blocks, kThreads / 4), kThreads, 0, static_cast<cudaStream_t>(stream)>>>(
+          out, in, n, kSignBlock, nullptr, prefix, bad_index);
   return detail::launch_status();
 }
 
@@ -202,18 +212,19 @@ size_t efsign_workspace_bytes(int64_t n) {
   return static_cast<size_t>(blocks) * sizeof(double);
 }
 
-const char* launch_efsign_encode(uint8_t* out, const float* in, int64_t n, void* workspace, int64_t* bad_index,
-                                 void* stream) {
+const char* launch_efsign_encode(uint8_t* out, const float* in, int64_t n, void* workspace,
+                                 int64_t* bad_index, void* stream) {
   if (const char* error = detail::check_common(out, in, n, bad_index)) return error;
-  if (workspace == nullptr) return "tidegate cuda efsign: workspace (efsign_workspace_bytes) is null";
+  if (workspace == nullptr)
+    return "tidegate cuda efsign: workspace (efsign_workspace_bytes) is null";
   if (const char* error = detail::reset_bad_index(bad_index, stream)) return error;
   // The scale (bytes 16..23) is written by efsign_scale_kernel; the prefix here is the header.
   const PayloadPrefix prefix = payload_prefix(kEfSignId, n, nullptr, 0);
   const int64_t blocks = (n + kEfSignBlock - 1) / kEfSignBlock;
   double* sums = static_cast<double*>(workspace);
   const cudaStream_t s = static_cast<cudaStream_t>(stream);
-  sign_kernel<true><<<detail::grid_for(blocks, kThreads / 4), kThreads, 0, s>>>(out, in, n, kEfSignBlock, sums,
-                                                                                  prefix, bad_index);
+  sign_kernel<true><<<detail::grid_for(blocks, kThreads / 4), kThreads, 0, s>>>(
+      out, in, n, kEfSignBlock, sums, prefix, bad_index);
   if (const char* error = detail::launch_status()) return error;
   efsign_scale_kernel<<<1, kThreads, 0, s>>>(out, sums, blocks, n);
   return detail::launch_status();

@@ -13,11 +13,11 @@
 // Adding a codec: append its spec to kBenchCodecs (with the row count for matrix codecs).
 #include <benchmark/benchmark.h>
 
-#include <ctime>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
 #include <map>
 #include <memory>
 #include <string>
@@ -75,7 +75,8 @@ Buffers& buffers(int64_t count) {
       const uint64_t r = splitmix64(static_cast<uint64_t>(i));
       const float sum = static_cast<float>(r & 0xffff) + static_cast<float>((r >> 16) & 0xffff) +
                         static_cast<float>((r >> 32) & 0xffff) + static_cast<float>(r >> 48);
-      slot->input[static_cast<size_t>(i)] = (r % 97 == 0) ? 0.0f : (sum / 65536.0f - 2.0f) * 1.7e-3f;
+      slot->input[static_cast<size_t>(i)] =
+          (r % 97 == 0) ? 0.0f : (sum / 65536.0f - 2.0f) * 1.7e-3f;
     }
     slot->output.assign(static_cast<size_t>(count), 0.0f);
     slot->payload.assign(static_cast<size_t>(count) * sizeof(float) + (size_t{1} << 20), 0);
@@ -116,7 +117,8 @@ double reference_gbps(int64_t count) {
 }
 
 void set_rate(benchmark::State& state, int64_t count, double seconds, bool is_memcpy) {
-  const double bytes = static_cast<double>(count) * sizeof(float) * static_cast<double>(state.iterations());
+  const double bytes =
+      static_cast<double>(count) * sizeof(float) * static_cast<double>(state.iterations());
   const double gbps = bytes / seconds / 1e9;
   if (is_memcpy) memcpy_gbps()[count] = gbps;
   state.counters["GBps"] = gbps;
@@ -171,7 +173,8 @@ void bm_encode(benchmark::State& state, BenchCodec entry, int64_t count) {
     benchmark::ClobberMemory();
   }
   set_rate(state, count, seconds_since(start), false);
-  state.counters["ratio"] = static_cast<double>(count) * sizeof(float) / static_cast<double>(written);
+  state.counters["ratio"] =
+      static_cast<double>(count) * sizeof(float) / static_cast<double>(written);
 }
 
 void bm_decode(benchmark::State& state, BenchCodec entry, int64_t count) {
@@ -179,7 +182,8 @@ void bm_decode(benchmark::State& state, BenchCodec entry, int64_t count) {
   if (!make(entry, state, &codec)) return;
   Buffers& b = buffers(count);
   size_t written = 0;
-  Status st = codec->encode(tensor_of(b.input, entry.rows), EncodeContext{}, b.payload.data(), b.payload.size(), &written);
+  Status st = codec->encode(tensor_of(b.input, entry.rows), EncodeContext{}, b.payload.data(),
+                            b.payload.size(), &written);
   if (!st.is_ok()) {
     state.SkipWithError(st.to_string().c_str());
     return;
@@ -209,9 +213,10 @@ void register_all() {
       for (int64_t count : kSizes) {
         const std::string name = std::string(op) + "/" + entry.spec + "/" + std::to_string(count);
         const bool encode = std::string(op) == "encode";
-        auto* bench = benchmark::RegisterBenchmark(name.c_str(), [encode, entry, count](benchmark::State& state) {
-          encode ? bm_encode(state, entry, count) : bm_decode(state, entry, count);
-        });
+        auto* bench = benchmark::RegisterBenchmark(
+            name.c_str(), [encode, entry, count](benchmark::State& state) {
+              encode ? bm_encode(state, entry, count) : bm_decode(state, entry, count);
+            });
         bench->Unit(benchmark::kMillisecond);
       }
     }

@@ -38,10 +38,14 @@ bool parse(int argc, char** argv, Options* options) {
   for (int i = 1; i < argc; ++i) {
     const std::string flag = argv[i];
     if (i + 1 >= argc) return false;
-    if (flag == "--mib") options->mib = std::atoll(argv[++i]);
-    else if (flag == "--runs") options->runs = std::atoi(argv[++i]);
-    else if (flag == "--filter") options->filter = argv[++i];
-    else return false;
+    if (flag == "--mib")
+      options->mib = std::atoll(argv[++i]);
+    else if (flag == "--runs")
+      options->runs = std::atoi(argv[++i]);
+    else if (flag == "--filter")
+      options->filter = argv[++i];
+    else
+      return false;
   }
   return options->mib > 0 && options->runs > 0;
 }
@@ -116,14 +120,16 @@ int main(int argc, char** argv) {
   }
   const double peak = cuda::device_peak_gbps();
   std::printf("# %s\n# %lld float32 elements (%lld MiB), median of %d runs after 3 warm-up runs\n",
-              cuda::device_description().c_str(), static_cast<long long>(n), static_cast<long long>(options.mib),
-              options.runs);
+              cuda::device_description().c_str(), static_cast<long long>(n),
+              static_cast<long long>(options.mib), options.runs);
 
-  const float memcpy_ms = median_ms(options.runs, [&] { return cuda::copy_device_to_device(copy, in, in_bytes); });
+  const float memcpy_ms =
+      median_ms(options.runs, [&] { return cuda::copy_device_to_device(copy, in, in_bytes); });
   const double memcpy_gbps = in_bytes / (memcpy_ms * 1e-3) / 1e9;
-  std::printf("%-36s %9s %9s %11s %10s %9s\n", "codec", "ms", "GBps", "memcpy_frac", "dram_GBps", "peak_frac");
-  std::printf("%-36s %9.3f %9.1f %11.3f %10.1f %9.3f\n", "memcpy (device to device)", memcpy_ms, memcpy_gbps, 1.0,
-              2 * memcpy_gbps, peak > 0 ? 2 * memcpy_gbps / peak : 0.0);
+  std::printf("%-36s %9s %9s %11s %10s %9s\n", "codec", "ms", "GBps", "memcpy_frac", "dram_GBps",
+              "peak_frac");
+  std::printf("%-36s %9.3f %9.1f %11.3f %10.1f %9.3f\n", "memcpy (device to device)", memcpy_ms,
+              memcpy_gbps, 1.0, 2 * memcpy_gbps, peak > 0 ? 2 * memcpy_gbps / peak : 0.0);
 
   int failures = 0;
   for (const cuda_test::GpuCodec& gpu : cuda_test::gpu_codecs()) {
@@ -134,7 +140,8 @@ int main(int argc, char** argv) {
     like.count = n;
     const size_t payload_bytes = codec->max_payload_bytes(like);
     auto* out = static_cast<uint8_t*>(device.alloc(payload_bytes));
-    const float ms = median_ms(options.runs, [&] { return gpu.encode(out, in, n, workspace, bad, 12345); });
+    const float ms =
+        median_ms(options.runs, [&] { return gpu.encode(out, in, n, workspace, bad, 12345); });
     if (ms < 0) {
       std::printf("%-36s failed\n", gpu.spec.c_str());
       ++failures;
@@ -142,8 +149,8 @@ int main(int argc, char** argv) {
     }
     const double gbps = in_bytes / (ms * 1e-3) / 1e9;
     const double dram = (in_bytes + payload_bytes) / (ms * 1e-3) / 1e9;
-    std::printf("%-36s %9.3f %9.1f %11.3f %10.1f %9.3f\n", gpu.spec.c_str(), ms, gbps, gbps / memcpy_gbps, dram,
-                peak > 0 ? dram / peak : 0.0);
+    std::printf("%-36s %9.3f %9.1f %11.3f %10.1f %9.3f\n", gpu.spec.c_str(), ms, gbps,
+                gbps / memcpy_gbps, dram, peak > 0 ? dram / peak : 0.0);
     cuda::device_free(out);
     device.buffers.pop_back();
   }

@@ -43,9 +43,12 @@ bool parse_collective(const std::string& name, Collective* collective) {
 
 double busbw_factor(Collective collective, int n) {
   switch (collective) {
-    case Collective::kAllreduce: return 2.0 * (n - 1) / n;
-    case Collective::kBroadcast: return 1.0;
-    default: return static_cast<double>(n - 1) / n;
+    case Collective::kAllreduce:
+      return 2.0 * (n - 1) / n;
+    case Collective::kBroadcast:
+      return 1.0;
+    default:
+      return static_cast<double>(n - 1) / n;
   }
 }
 
@@ -65,11 +68,18 @@ BenchCase::BenchCase(Collective collective, tidegate_dtype_t dtype, tidegate_red
   offsets_.assign(size, 0);
   for (int r = 0; r < size; ++r) tidegate_block_range(count_, size, r, &offsets_[r], &counts_[r]);
   switch (collective) {
-    case Collective::kReduceScatter: out_count_ = counts_[rank]; break;
+    case Collective::kReduceScatter:
+      out_count_ = counts_[rank];
+      break;
     case Collective::kAllgather:
-    case Collective::kAllgatherv: in_count_ = counts_[rank]; break;
-    case Collective::kBroadcast: in_count_ = 0; break;  // in place on the output buffer
-    default: break;
+    case Collective::kAllgatherv:
+      in_count_ = counts_[rank];
+      break;
+    case Collective::kBroadcast:
+      in_count_ = 0;
+      break;  // in place on the output buffer
+    default:
+      break;
   }
   input_.resize(static_cast<size_t>(in_count_ * elem));
   output_.resize(static_cast<size_t>(out_count_ * elem));
@@ -96,29 +106,43 @@ double BenchCase::reduced_value(int64_t i) const {
     const double v = input_value(r, i);
     switch (op_) {
       case TIDEGATE_SUM:
-      case TIDEGATE_AVG: acc += v; break;
-      case TIDEGATE_PROD: acc *= v; break;
-      case TIDEGATE_MIN: acc = std::min(acc, v); break;
-      case TIDEGATE_MAX: acc = std::max(acc, v); break;
+      case TIDEGATE_AVG:
+        acc += v;
+        break;
+      case TIDEGATE_PROD:
+        acc *= v;
+        break;
+      case TIDEGATE_MIN:
+        acc = std::min(acc, v);
+        break;
+      case TIDEGATE_MAX:
+        acc = std::max(acc, v);
+        break;
     }
   }
   if (op_ != TIDEGATE_AVG || size_ == 1) return acc;
   // The library divides the exact sum once, in the dtype's own precision (16-bit floats in
   // float, then rounded) and integers truncating toward zero: do the same.
   switch (dtype_) {
-    case TIDEGATE_FLOAT64: return acc / size_;
+    case TIDEGATE_FLOAT64:
+      return acc / size_;
     case TIDEGATE_FLOAT32:
     case TIDEGATE_FLOAT16:
-    case TIDEGATE_BFLOAT16: return static_cast<float>(acc) / static_cast<float>(size_);
-    default: return static_cast<double>(static_cast<int64_t>(acc) / size_);
+    case TIDEGATE_BFLOAT16:
+      return static_cast<float>(acc) / static_cast<float>(size_);
+    default:
+      return static_cast<double>(static_cast<int64_t>(acc) / size_);
   }
 }
 
 double BenchCase::expected_value(int64_t i) const {
   switch (collective_) {
-    case Collective::kAllreduce: return reduced_value(i);
-    case Collective::kReduceScatter: return reduced_value(offsets_[rank_] + i);
-    case Collective::kBroadcast: return tag_value(root_, i);
+    case Collective::kAllreduce:
+      return reduced_value(i);
+    case Collective::kReduceScatter:
+      return reduced_value(offsets_[rank_] + i);
+    case Collective::kBroadcast:
+      return tag_value(root_, i);
     case Collective::kAllgather:
     case Collective::kAllgatherv: {
       // Output element i came from the rank whose block contains it.
@@ -143,15 +167,20 @@ void BenchCase::fill() {
     double v = 0;
     switch (collective_) {
       case Collective::kAllreduce:
-      case Collective::kReduceScatter: v = input_value(rank_, i); break;
+      case Collective::kReduceScatter:
+        v = input_value(rank_, i);
+        break;
       case Collective::kAllgather:
-      case Collective::kAllgatherv: v = tag_value(rank_, i); break;
+      case Collective::kAllgatherv:
+        v = tag_value(rank_, i);
+        break;
       case Collective::kAlltoallv: {
         const int64_t block = counts_[0];
         v = tag_value(static_cast<int64_t>(rank_) * size_ + i / block, i % block);
         break;
       }
-      case Collective::kBroadcast: break;
+      case Collective::kBroadcast:
+        break;
     }
     store_element(dtype_, input_.data(), i, v);
   }
@@ -172,11 +201,16 @@ tidegate_status_t BenchCase::run(tidegate_comm_t comm, bool in_place) {
   tidegate_tensor_t in = view(in_place ? output() : input(), in_count_, dtype_);
   tidegate_tensor_t out = view(output(), out_count_, dtype_);
   switch (collective_) {
-    case Collective::kAllreduce: return tidegate_allreduce(comm, &in, &out, op_);
-    case Collective::kReduceScatter: return tidegate_reduce_scatter(comm, &in, &out, op_);
-    case Collective::kAllgather: return tidegate_allgather(comm, &in, &out);
-    case Collective::kAllgatherv: return tidegate_allgatherv(comm, &in, &out, counts_.data());
-    case Collective::kBroadcast: return tidegate_broadcast(comm, &out, root_);
+    case Collective::kAllreduce:
+      return tidegate_allreduce(comm, &in, &out, op_);
+    case Collective::kReduceScatter:
+      return tidegate_reduce_scatter(comm, &in, &out, op_);
+    case Collective::kAllgather:
+      return tidegate_allgather(comm, &in, &out);
+    case Collective::kAllgatherv:
+      return tidegate_allgatherv(comm, &in, &out, counts_.data());
+    case Collective::kBroadcast:
+      return tidegate_broadcast(comm, &out, root_);
     case Collective::kAlltoallv:
       return tidegate_alltoallv(comm, &in, counts_.data(), offsets_.data(), &out, counts_.data(),
                                 offsets_.data());

@@ -6,8 +6,8 @@
 #include <cstdint>
 #include <string>
 
-#include "bench/tidegate_bench/bench_case.h"
 #include "base/status.h"
+#include "bench/tidegate_bench/bench_case.h"
 
 namespace tidegate::bench {
 
@@ -25,11 +25,12 @@ struct BenchOptions {
   tidegate_dtype_t dtype = TIDEGATE_FLOAT32;       // -d
   Collective collective = Collective::kAllreduce;  // -C
   int root = 0;                                    // -r (broadcast)
-  bool in_place = true;       // -I 0|1: also time the in-place variant where one exists
-  std::string transport;  // --transport: auto or a transport's name ("": TIDEGATE_TRANSPORT, default auto)
-  std::string algo;           // --algo ("" = the library's size rule)
-  std::string json_path;      // --json
-  bool baseline_mpi = false;  // --baseline mpi
+  bool in_place = true;  // -I 0|1: also time the in-place variant where one exists
+  std::string
+      transport;  // --transport: auto or a transport's name ("": TIDEGATE_TRANSPORT, default auto)
+  std::string algo;              // --algo ("" = the library's size rule)
+  std::string json_path;         // --json
+  bool baseline_mpi = false;     // --baseline mpi
   bool compare_choices = false;  // --compare-choices 1: also time every forced transport/algorithm
   Bootstrap bootstrap = Bootstrap::kAuto;  // --bootstrap
 };

@@ -4,9 +4,9 @@
 #include <cstdio>
 #include <memory>
 
+#include "api/c_api_internal.h"
 #include "collectives/algorithm_table.h"
 #include "collectives/collective_args.h"
-#include "api/c_api_internal.h"
 
 namespace tidegate::bench {
 
@@ -14,12 +14,18 @@ namespace {
 
 OpKind op_kind(Collective collective) {
   switch (collective) {
-    case Collective::kAllreduce: return OpKind::kAllreduce;
-    case Collective::kReduceScatter: return OpKind::kReduceScatter;
-    case Collective::kAllgather: return OpKind::kAllgather;
-    case Collective::kAllgatherv: return OpKind::kAllgatherv;
-    case Collective::kBroadcast: return OpKind::kBroadcast;
-    case Collective::kAlltoallv: return OpKind::kAlltoallv;
+    case Collective::kAllreduce:
+      return OpKind::kAllreduce;
+    case Collective::kReduceScatter:
+      return OpKind::kReduceScatter;
+    case Collective::kAllgather:
+      return OpKind::kAllgather;
+    case Collective::kAllgatherv:
+      return OpKind::kAllgatherv;
+    case Collective::kBroadcast:
+      return OpKind::kBroadcast;
+    case Collective::kAlltoallv:
+      return OpKind::kAlltoallv;
   }
   return OpKind::kAllreduce;
 }
@@ -70,7 +76,8 @@ std::vector<std::string> forced_choices(tidegate_comm_t comm, BenchCase& c) {
   CollectiveArgs args = case_args(c);
   std::vector<std::string> choices;
   std::string names = comm->impl->transport_names() + ",";
-  for (size_t start = 0, comma; (comma = names.find(',', start)) != std::string::npos; start = comma + 1) {
+  for (size_t start = 0, comma; (comma = names.find(',', start)) != std::string::npos;
+       start = comma + 1) {
     const std::string transport = names.substr(start, comma - start);
     std::vector<std::string> algorithms;
     for (const char* a : algorithm_names(args.kind)) algorithms.emplace_back(a);

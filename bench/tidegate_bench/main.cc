@@ -58,7 +58,8 @@ Status start_session(const BenchOptions& options, int* argc, char*** argv, Sessi
     TG_RETURN_IF_ERROR(
         from_tidegate(tidegate_comm_create_from_env(&s->comm), "tidegate_comm_create_from_env"));
   }
-  s->create_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  s->create_ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   TG_RETURN_IF_ERROR(from_tidegate(tidegate_comm_rank(s->comm, &s->rank), "tidegate_comm_rank"));
   TG_RETURN_IF_ERROR(from_tidegate(tidegate_comm_size(s->comm, &s->size), "tidegate_comm_size"));
   if (options.root >= s->size)
@@ -171,7 +172,8 @@ Status run_bench(const BenchOptions& o, const Session& s, int64_t* wrong) {
   Reporter reporter(o, s.size, transport_name(s.comm));
   if (s.rank == 0) {
     if (!o.json_path.empty()) TG_RETURN_IF_ERROR(reporter.open_json(o.json_path));
-    std::printf("# communicator created in %.0f ms: %s\n", s.create_ms, creation_summary(s.comm).c_str());
+    std::printf("# communicator created in %.0f ms: %s\n", s.create_ms,
+                creation_summary(s.comm).c_str());
     reporter.print_header();
   }
   for (int64_t bytes : sizes(o)) {

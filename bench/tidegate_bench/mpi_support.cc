@@ -21,21 +21,36 @@ Status check(int rc, const char* what) {
 
 bool mpi_type(tidegate_dtype_t dtype, MPI_Datatype* type) {
   switch (dtype) {
-    case TIDEGATE_FLOAT32: *type = MPI_FLOAT; return true;
-    case TIDEGATE_FLOAT64: *type = MPI_DOUBLE; return true;
-    case TIDEGATE_INT32: *type = MPI_INT32_T; return true;
-    case TIDEGATE_INT64: *type = MPI_INT64_T; return true;
-    case TIDEGATE_UINT8: *type = MPI_UINT8_T; return true;
-    default: return false;  // MPI 3.1 has no float16/bfloat16
+    case TIDEGATE_FLOAT32:
+      *type = MPI_FLOAT;
+      return true;
+    case TIDEGATE_FLOAT64:
+      *type = MPI_DOUBLE;
+      return true;
+    case TIDEGATE_INT32:
+      *type = MPI_INT32_T;
+      return true;
+    case TIDEGATE_INT64:
+      *type = MPI_INT64_T;
+      return true;
+    case TIDEGATE_UINT8:
+      *type = MPI_UINT8_T;
+      return true;
+    default:
+      return false;  // MPI 3.1 has no float16/bfloat16
   }
 }
 
 MPI_Op mpi_op(tidegate_reduce_op_t op) {
   switch (op) {
-    case TIDEGATE_PROD: return MPI_PROD;
-    case TIDEGATE_MIN: return MPI_MIN;
-    case TIDEGATE_MAX: return MPI_MAX;
-    default: return MPI_SUM;  // SUM, and AVG timed as SUM (supports() says so)
+    case TIDEGATE_PROD:
+      return MPI_PROD;
+    case TIDEGATE_MIN:
+      return MPI_MIN;
+    case TIDEGATE_MAX:
+      return MPI_MAX;
+    default:
+      return MPI_SUM;  // SUM, and AVG timed as SUM (supports() says so)
   }
 }
 

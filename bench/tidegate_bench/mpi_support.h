@@ -5,8 +5,8 @@
 
 #include <string>
 
-#include "bench/tidegate_bench/bench_case.h"
 #include "base/status.h"
+#include "bench/tidegate_bench/bench_case.h"
 #include "tidegate/tidegate.h"
 
 namespace tidegate::bench::mpi {

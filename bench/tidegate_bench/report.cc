@@ -130,7 +130,8 @@ void Reporter::add_row(const Row& row) {
     std::string choices;
     for (const auto& [name, m] : row.choices) {
       char text[96];
-      std::snprintf(text, sizeof text, "%s%s %.1f", choices.empty() ? "" : ", ", name.c_str(), m.time_us);
+      std::snprintf(text, sizeof text, "%s%s %.1f", choices.empty() ? "" : ", ", name.c_str(),
+                    m.time_us);
       choices += text;
     }
     std::printf("#   forced choices (us): %s | best %s, auto/best %.3f\n", choices.c_str(),
@@ -174,8 +175,8 @@ void Reporter::write_json(const Row& row) {
       std::fprintf(json_, "%s%s:%.3f", first ? "" : ",", json_string(name).c_str(), choice.time_us);
       first = false;
     }
-    std::fprintf(json_, "},\"best_choice\":%s,\"auto_vs_best\":%.4f", json_string(best->first).c_str(),
-                 m.time_us / best->second.time_us);
+    std::fprintf(json_, "},\"best_choice\":%s,\"auto_vs_best\":%.4f",
+                 json_string(best->first).c_str(), m.time_us / best->second.time_us);
   }
   std::fprintf(json_, "}\n");
   std::fflush(json_);

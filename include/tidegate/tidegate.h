@@ -130,7 +130,7 @@ typedef struct tidegate_tensor {
 
 /** Convenience: a 1-D host tensor view. */
 static inline tidegate_tensor_t tidegate_host_tensor(void* data, int64_t count,
-                                                      tidegate_dtype_t dtype) {
+                                                     tidegate_dtype_t dtype) {
   tidegate_tensor_t t;
   t.data = data;
   t.count = count;
@@ -326,8 +326,7 @@ TIDEGATE_API tidegate_status_t tidegate_ibroadcast(tidegate_comm_t comm,
                                                    tidegate_request_t* request);
 
 /** Complete only when every rank has entered the barrier. */
-TIDEGATE_API tidegate_status_t tidegate_ibarrier(tidegate_comm_t comm,
-                                                 tidegate_request_t* request);
+TIDEGATE_API tidegate_status_t tidegate_ibarrier(tidegate_comm_t comm, tidegate_request_t* request);
 
 /**
  * Personalised all-to-all: rank r sends send_counts[p] elements starting at send_offsets[p]
@@ -359,10 +358,10 @@ TIDEGATE_API tidegate_status_t tidegate_allgatherv(tidegate_comm_t comm,
 TIDEGATE_API tidegate_status_t tidegate_broadcast(tidegate_comm_t comm,
                                                   const tidegate_tensor_t* tensor, int root);
 TIDEGATE_API tidegate_status_t tidegate_barrier(tidegate_comm_t comm);
-TIDEGATE_API tidegate_status_t tidegate_alltoallv(
-    tidegate_comm_t comm, const tidegate_tensor_t* input, const int64_t* send_counts,
-    const int64_t* send_offsets, const tidegate_tensor_t* output, const int64_t* recv_counts,
-    const int64_t* recv_offsets);
+TIDEGATE_API tidegate_status_t
+tidegate_alltoallv(tidegate_comm_t comm, const tidegate_tensor_t* input, const int64_t* send_counts,
+                   const int64_t* send_offsets, const tidegate_tensor_t* output,
+                   const int64_t* recv_counts, const int64_t* recv_offsets);
 
 /**
  * The block of a count-N tensor that rank `rank` of `size` owns in reduce-scatter:

@@ -41,17 +41,34 @@ inline void check(tidegate_status_t status) {
 }
 
 // dtype of a C++ element type (float16/bfloat16 have no standard type: pass the dtype).
-template <typename T> struct dtype_of;
-template <> struct dtype_of<float> { static constexpr tidegate_dtype_t value = TIDEGATE_FLOAT32; };
-template <> struct dtype_of<double> { static constexpr tidegate_dtype_t value = TIDEGATE_FLOAT64; };
-template <> struct dtype_of<int32_t> { static constexpr tidegate_dtype_t value = TIDEGATE_INT32; };
-template <> struct dtype_of<int64_t> { static constexpr tidegate_dtype_t value = TIDEGATE_INT64; };
-template <> struct dtype_of<uint8_t> { static constexpr tidegate_dtype_t value = TIDEGATE_UINT8; };
+template <typename T>
+struct dtype_of;
+template <>
+struct dtype_of<float> {
+  static constexpr tidegate_dtype_t value = TIDEGATE_FLOAT32;
+};
+template <>
+struct dtype_of<double> {
+  static constexpr tidegate_dtype_t value = TIDEGATE_FLOAT64;
+};
+template <>
+struct dtype_of<int32_t> {
+  static constexpr tidegate_dtype_t value = TIDEGATE_INT32;
+};
+template <>
+struct dtype_of<int64_t> {
+  static constexpr tidegate_dtype_t value = TIDEGATE_INT64;
+};
+template <>
+struct dtype_of<uint8_t> {
+  static constexpr tidegate_dtype_t value = TIDEGATE_UINT8;
+};
 
 // A host tensor view of count elements at data (no ownership).
 template <typename T>
 tidegate_tensor_t view(T* data, int64_t count) {
-  return tidegate_host_tensor(const_cast<std::remove_const_t<T>*>(data), count, dtype_of<std::remove_const_t<T>>::value);
+  return tidegate_host_tensor(const_cast<std::remove_const_t<T>*>(data), count,
+                              dtype_of<std::remove_const_t<T>>::value);
 }
 inline tidegate_tensor_t view(void* data, int64_t count, tidegate_dtype_t dtype) {
   return tidegate_host_tensor(data, count, dtype);
@@ -87,7 +104,8 @@ class Request {
   // once, here, if it already has); see tidegate_request_on_complete for what it may do.
   // `message` is empty on success. The callback must not throw.
   void on_complete(std::function<void(tidegate_status_t, const std::string&)> callback) {
-    auto* owned = new std::function<void(tidegate_status_t, const std::string&)>(std::move(callback));
+    auto* owned =
+        new std::function<void(tidegate_status_t, const std::string&)>(std::move(callback));
     const tidegate_status_t status = tidegate_request_on_complete(
         handle_,
         [](void* user_data, tidegate_status_t code) {
@@ -143,17 +161,27 @@ class Communicator {
   void close() { check(tidegate_comm_destroy(std::exchange(comm_, nullptr))); }
   void abort(const std::string& reason) { check(tidegate_comm_abort(comm_, reason.c_str())); }
 
-  int rank() const { int r = 0; check(tidegate_comm_rank(comm_, &r)); return r; }
-  int size() const { int s = 0; check(tidegate_comm_size(comm_, &s)); return s; }
+  int rank() const {
+    int r = 0;
+    check(tidegate_comm_rank(comm_, &r));
+    return r;
+  }
+  int size() const {
+    int s = 0;
+    check(tidegate_comm_size(comm_, &s));
+    return s;
+  }
   tidegate_comm_t get() const noexcept { return comm_; }
 
   // Non-blocking collectives on raw views.
-  Request iallreduce(const tidegate_tensor_t& in, const tidegate_tensor_t& out, tidegate_reduce_op_t op) {
+  Request iallreduce(const tidegate_tensor_t& in, const tidegate_tensor_t& out,
+                     tidegate_reduce_op_t op) {
     tidegate_request_t r = nullptr;
     check(tidegate_iallreduce(comm_, &in, &out, op, &r));
     return Request(r);
   }
-  Request ireduce_scatter(const tidegate_tensor_t& in, const tidegate_tensor_t& out, tidegate_reduce_op_t op) {
+  Request ireduce_scatter(const tidegate_tensor_t& in, const tidegate_tensor_t& out,
+                          tidegate_reduce_op_t op) {
     tidegate_request_t r = nullptr;
     check(tidegate_ireduce_scatter(comm_, &in, &out, op, &r));
     return Request(r);

@@ -3,9 +3,10 @@
 #include <vector>
 
 int main() {
-  auto comm = tidegate::Communicator::from_env();    // rank/size/store from tidegate-run or mpirun
+  auto comm = tidegate::Communicator::from_env();  // rank/size/store from tidegate-run or mpirun
   std::vector<float> grad(1 << 20, float(comm.rank()));
-  comm.allreduce(grad.data(), grad.data(), grad.size(), TIDEGATE_AVG);   // in place
-  auto req = comm.iallreduce(tidegate::view(grad.data(), 1024), tidegate::view(grad.data(), 1024), TIDEGATE_SUM);
-  req.wait();                                          // throws tidegate::Error on failure
+  comm.allreduce(grad.data(), grad.data(), grad.size(), TIDEGATE_AVG);  // in place
+  auto req = comm.iallreduce(tidegate::view(grad.data(), 1024), tidegate::view(grad.data(), 1024),
+                             TIDEGATE_SUM);
+  req.wait();  // throws tidegate::Error on failure
 }

@@ -12,7 +12,8 @@ namespace {
 
 // Validates with `build(args)`, then posts on comm.
 template <typename Build>
-tidegate_status_t post_collective(tidegate_comm_t comm, tidegate_request_t* request, Build&& build) {
+tidegate_status_t post_collective(tidegate_comm_t comm, tidegate_request_t* request,
+                                  Build&& build) {
   return tidegate::c_api_guarded([&]() -> Status {
     TG_CHECK_ARG(comm != nullptr, "communicator is NULL");
     TG_CHECK_ARG(request != nullptr, "request output pointer is NULL");
@@ -52,7 +53,8 @@ tidegate_status_t tidegate_ireduce_scatter(tidegate_comm_t comm, const tidegate_
 }
 
 tidegate_status_t tidegate_iallgather(tidegate_comm_t comm, const tidegate_tensor_t* input,
-                                      const tidegate_tensor_t* output, tidegate_request_t* request) {
+                                      const tidegate_tensor_t* output,
+                                      tidegate_request_t* request) {
   return post_collective(comm, request, [&](int, int size, CollectiveArgs* args) {
     return tidegate::allgather_args(input, output, size, args);
   });
@@ -66,8 +68,8 @@ tidegate_status_t tidegate_iallgatherv(tidegate_comm_t comm, const tidegate_tens
   });
 }
 
-tidegate_status_t tidegate_ibroadcast(tidegate_comm_t comm, const tidegate_tensor_t* tensor, int root,
-                                      tidegate_request_t* request) {
+tidegate_status_t tidegate_ibroadcast(tidegate_comm_t comm, const tidegate_tensor_t* tensor,
+                                      int root, tidegate_request_t* request) {
   return post_collective(comm, request, [&](int, int size, CollectiveArgs* args) {
     return tidegate::broadcast_args(tensor, root, size, args);
   });
@@ -92,26 +94,33 @@ tidegate_status_t tidegate_ialltoallv(tidegate_comm_t comm, const tidegate_tenso
 
 tidegate_status_t tidegate_allreduce(tidegate_comm_t comm, const tidegate_tensor_t* input,
                                      const tidegate_tensor_t* output, tidegate_reduce_op_t op) {
-  return blocking([&](tidegate_request_t* r) { return tidegate_iallreduce(comm, input, output, op, r); });
+  return blocking(
+      [&](tidegate_request_t* r) { return tidegate_iallreduce(comm, input, output, op, r); });
 }
 
 tidegate_status_t tidegate_reduce_scatter(tidegate_comm_t comm, const tidegate_tensor_t* input,
-                                          const tidegate_tensor_t* output, tidegate_reduce_op_t op) {
-  return blocking([&](tidegate_request_t* r) { return tidegate_ireduce_scatter(comm, input, output, op, r); });
+                                          const tidegate_tensor_t* output,
+                                          tidegate_reduce_op_t op) {
+  return blocking(
+      [&](tidegate_request_t* r) { return tidegate_ireduce_scatter(comm, input, output, op, r); });
 }
 
 tidegate_status_t tidegate_allgather(tidegate_comm_t comm, const tidegate_tensor_t* input,
                                      const tidegate_tensor_t* output) {
-  return blocking([&](tidegate_request_t* r) { return tidegate_iallgather(comm, input, output, r); });
+  return blocking(
+      [&](tidegate_request_t* r) { return tidegate_iallgather(comm, input, output, r); });
 }
 
 tidegate_status_t tidegate_allgatherv(tidegate_comm_t comm, const tidegate_tensor_t* input,
                                       const tidegate_tensor_t* output, const int64_t* counts) {
-  return blocking([&](tidegate_request_t* r) { return tidegate_iallgatherv(comm, input, output, counts, r); });
+  return blocking(
+      [&](tidegate_request_t* r) { return tidegate_iallgatherv(comm, input, output, counts, r); });
 }
 
-tidegate_status_t tidegate_broadcast(tidegate_comm_t comm, const tidegate_tensor_t* tensor, int root) {
-  return blocking([&](tidegate_request_t* r) { return tidegate_ibroadcast(comm, tensor, root, r); });
+tidegate_status_t tidegate_broadcast(tidegate_comm_t comm, const tidegate_tensor_t* tensor,
+                                     int root) {
+  return blocking(
+      [&](tidegate_request_t* r) { return tidegate_ibroadcast(comm, tensor, root, r); });
 }
 
 tidegate_status_t tidegate_barrier(tidegate_comm_t comm) {
@@ -123,7 +132,8 @@ tidegate_status_t tidegate_alltoallv(tidegate_comm_t comm, const tidegate_tensor
                                      const tidegate_tensor_t* output, const int64_t* recv_counts,
                                      const int64_t* recv_offsets) {
   return blocking([&](tidegate_request_t* r) {
-    return tidegate_ialltoallv(comm, input, send_counts, send_offsets, output, recv_counts, recv_offsets, r);
+    return tidegate_ialltoallv(comm, input, send_counts, send_offsets, output, recv_counts,
+                               recv_offsets, r);
   });
 }
 

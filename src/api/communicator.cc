@@ -41,9 +41,11 @@ Status agree_on_identity(int rank, Store* store, Deadline deadline, uint64_t* co
 }  // namespace
 
 Status Communicator::create(CommunicatorOptions options, std::unique_ptr<Communicator>* out) {
-  TG_CHECK_ARG(options.size >= 1, "communicator size must be at least 1, got " + std::to_string(options.size));
+  TG_CHECK_ARG(options.size >= 1,
+               "communicator size must be at least 1, got " + std::to_string(options.size));
   TG_CHECK_ARG(options.rank >= 0 && options.rank < options.size,
-               "rank " + std::to_string(options.rank) + " is outside [0, " + std::to_string(options.size) + ")");
+               "rank " + std::to_string(options.rank) + " is outside [0, " +
+                   std::to_string(options.size) + ")");
   TG_CHECK_ARG(options.store != nullptr, "communicator creation needs a store");
   set_log_level(options.config.log_level());
 
@@ -56,7 +58,8 @@ Status Communicator::create(CommunicatorOptions options, std::unique_ptr<Communi
   std::unique_ptr<Store> store = make_prefix_store(options.store, "tidegate/");
 
   Secret secret = std::move(options.secret);
-  TG_RETURN_IF_ERROR(agree_on_identity(comm->rank_, store.get(), deadline, &comm->comm_id_, &secret));
+  TG_RETURN_IF_ERROR(
+      agree_on_identity(comm->rank_, store.get(), deadline, &comm->comm_id_, &secret));
 
   TransportContext context;
   context.rank = comm->rank_;

@@ -9,10 +9,10 @@
 #include <string>
 
 #include "base/auth.h"
-#include "base/store.h"
-#include "collectives/collective_args.h"
 #include "base/config.h"
+#include "base/store.h"
 #include "base/transport.h"
+#include "collectives/collective_args.h"
 #include "engine/progress_engine.h"
 #include "engine/request.h"
 #include "select/planner.h"
@@ -25,9 +25,9 @@ struct CommunicatorOptions {
   int rank = 0;
   int size = 1;
   Config config;
-  Store* store = nullptr;       // borrowed for the duration of create(); keys get a comm prefix
-  Secret secret;                // authenticates data connections; empty = rank 0 picks one
-  std::string advertise_host;   // local address peers can reach (from the store connection)
+  Store* store = nullptr;      // borrowed for the duration of create(); keys get a comm prefix
+  Secret secret;               // authenticates data connections; empty = rank 0 picks one
+  std::string advertise_host;  // local address peers can reach (from the store connection)
   std::shared_ptr<void> keep_alive;  // e.g. the store server rank 0 hosts; released on destroy
   const void* mpi_comm = nullptr;    // MPI_Comm* from tidegate_comm_create_from_mpi (creation only)
 };
@@ -78,7 +78,7 @@ class Communicator {
   std::unique_ptr<Planner> planner_;
   std::unique_ptr<ProgressEngine> engine_;
   std::mutex post_mutex_;
-  uint64_t next_op_seq_ = 0;     // guarded by post_mutex_
+  uint64_t next_op_seq_ = 0;      // guarded by post_mutex_
   uint64_t posted_user_ops_ = 0;  // guarded by post_mutex_
   bool shut_down_ = false;
 };

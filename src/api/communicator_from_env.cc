@@ -3,10 +3,10 @@
 // (served by rank 0 or by an external launcher such as tidegate-run).
 #include <atomic>
 
-#include "bootstrap/rank_discovery.h"
-#include "bootstrap/tcp_store.h"
 #include "api/communicator.h"
 #include "base/socket_util.h"
+#include "bootstrap/rank_discovery.h"
+#include "bootstrap/tcp_store.h"
 
 namespace tidegate {
 
@@ -36,8 +36,9 @@ Status create_communicator_from_env(std::unique_ptr<Communicator>* out) {
 
   std::string address = config.raw("TIDEGATE_STORE_ADDR");
   if (address.empty()) {
-    return config_error("TIDEGATE_STORE_ADDR is not set: give host:port of the rendezvous store "
-                        "(rank 0 serves it), or launch with tidegate-run, which sets it");
+    return config_error(
+        "TIDEGATE_STORE_ADDR is not set: give host:port of the rendezvous store "
+        "(rank 0 serves it), or launch with tidegate-run, which sets it");
   }
   std::string store_host;
   int store_port = 0;
@@ -63,7 +64,8 @@ Status create_communicator_from_env(std::unique_ptr<Communicator>* out) {
   std::unique_ptr<Store> scoped =
       make_prefix_store(store.get(), "env" + std::to_string(generation.fetch_add(1)) + "/");
   options.store = scoped.get();
-  TG_RETURN_IF_ERROR(choose_advertise_host(config, store_host, store_port, &options.advertise_host));
+  TG_RETURN_IF_ERROR(
+      choose_advertise_host(config, store_host, store_port, &options.advertise_host));
   return Communicator::create(std::move(options), out);
 }
 

@@ -75,8 +75,7 @@ Status create_communicator_from_mpi(const void* mpi_comm, std::unique_ptr<Commun
 
   std::string message;
   if (options.rank == 0) {
-    message = start_store_on_root(options.config, host_names, &options.secret,
-                                  &options.keep_alive);
+    message = start_store_on_root(options.config, host_names, &options.secret, &options.keep_alive);
     if (message.size() >= kMessageBytes) message = "!rendezvous address too long: " + message;
     message.resize(std::min(message.size(), kMessageBytes - 1));
   }

@@ -1,7 +1,7 @@
 // Communicator over a store the caller already runs (a trainer's or PyTorch's), handed in as
 // C callbacks.
-#include "bootstrap/callback_store.h"
 #include "api/communicator.h"
+#include "bootstrap/callback_store.h"
 
 namespace tidegate {
 

@@ -1,8 +1,8 @@
 #include "api/communicator_transports.h"
 
-#include "base/store.h"
-#include "base/log.h"
 #include "api/transport_registry.h"
+#include "base/log.h"
+#include "base/store.h"
 
 namespace tidegate {
 
@@ -10,7 +10,8 @@ namespace {
 
 std::string built_names() {
   std::string built;
-  for (const TransportEntry& e : built_transports()) built += std::string(built.empty() ? "" : ", ") + e.name;
+  for (const TransportEntry& e : built_transports())
+    built += std::string(built.empty() ? "" : ", ") + e.name;
   return built;
 }
 
@@ -36,12 +37,13 @@ Status agree_on_set(const TransportContext& context,
   TG_RETURN_IF_ERROR(context.store->set("transports/" + std::to_string(context.rank), mine));
   for (int r = 0; r < context.size; ++r) {
     std::string theirs;
-    TG_RETURN_IF_ERROR(context.store->get("transports/" + std::to_string(r), context.deadline, &theirs));
+    TG_RETURN_IF_ERROR(
+        context.store->get("transports/" + std::to_string(r), context.deadline, &theirs));
     if (theirs != mine) {
-      return mismatch_error("ranks connected different transports under TIDEGATE_TRANSPORT=auto: rank " +
-                            std::to_string(context.rank) + " has [" + mine + "], rank " +
-                            std::to_string(r) + " has [" + theirs +
-                            "]; set TIDEGATE_TRANSPORT to one transport every rank can use");
+      return mismatch_error(
+          "ranks connected different transports under TIDEGATE_TRANSPORT=auto: rank " +
+          std::to_string(context.rank) + " has [" + mine + "], rank " + std::to_string(r) +
+          " has [" + theirs + "]; set TIDEGATE_TRANSPORT to one transport every rank can use");
     }
   }
   return Status::ok();
@@ -56,8 +58,9 @@ Status connect_transports(const TransportContext& context,
   if (!wanted.empty() && wanted != "auto") {
     const TransportEntry* entry = find_transport(wanted);
     if (entry == nullptr) {
-      return unsupported("TIDEGATE_TRANSPORT=" + wanted + " is not built into this tidegate; built: " +
-                         built_names() + " (see tidegate-info)");
+      return unsupported("TIDEGATE_TRANSPORT=" + wanted +
+                         " is not built into this tidegate; built: " + built_names() +
+                         " (see tidegate-info)");
     }
     std::unique_ptr<Transport> transport;
     TG_RETURN_IF_ERROR(connect_one(*entry, context, &transport));

@@ -29,7 +29,8 @@ Status check_op(tidegate_reduce_op_t op) {
 }
 
 std::string count_text(const char* what, int64_t got, int64_t want) {
-  return std::string(what) + " has count " + std::to_string(got) + " but must have " + std::to_string(want);
+  return std::string(what) + " has count " + std::to_string(got) + " but must have " +
+         std::to_string(want);
 }
 
 }  // namespace
@@ -37,22 +38,26 @@ std::string count_text(const char* what, int64_t got, int64_t want) {
 Status check_tensor(const tidegate_tensor_t* tensor, const char* role, TensorView* view) {
   const std::string name(role);
   TG_CHECK_ARG(tensor != nullptr, name + " tensor pointer is NULL");
-  TG_CHECK_ARG(tensor->count >= 0, name + " count is negative (" + std::to_string(tensor->count) + ")");
+  TG_CHECK_ARG(tensor->count >= 0,
+               name + " count is negative (" + std::to_string(tensor->count) + ")");
   TG_CHECK_ARG(tensor->count <= kMaxElements, name + " count is implausibly large");
   TG_CHECK_ARG(tensor->count == 0 || tensor->data != nullptr, name + " data is NULL but count > 0");
-  TG_CHECK_ARG(dtype_is_valid(tensor->dtype), name + " has unknown dtype " + std::to_string(static_cast<int>(tensor->dtype)));
+  TG_CHECK_ARG(dtype_is_valid(tensor->dtype),
+               name + " has unknown dtype " + std::to_string(static_cast<int>(tensor->dtype)));
   TG_CHECK_ARG(tensor->memory == TIDEGATE_MEMORY_HOST || tensor->memory == TIDEGATE_MEMORY_CUDA,
                name + " has unknown memory kind");
   if (tensor->memory == TIDEGATE_MEMORY_CUDA) {
-    return unsupported(name + " is CUDA memory, but this build's transports move host memory "
+    return unsupported(name +
+                       " is CUDA memory, but this build's transports move host memory "
                        "only; copy it to the host or use a CUDA-capable transport (NCCL)");
   }
   const bool has_shape = tensor->rows != 0 || tensor->cols != 0;
   if (has_shape) {
-    TG_CHECK_ARG(tensor->rows > 0 && tensor->cols > 0 && tensor->rows <= kMaxElements / tensor->cols &&
-                     tensor->rows * tensor->cols == tensor->count,
-                 name + " shape " + std::to_string(tensor->rows) + "x" + std::to_string(tensor->cols) +
-                     " does not match count " + std::to_string(tensor->count));
+    TG_CHECK_ARG(
+        tensor->rows > 0 && tensor->cols > 0 && tensor->rows <= kMaxElements / tensor->cols &&
+            tensor->rows * tensor->cols == tensor->count,
+        name + " shape " + std::to_string(tensor->rows) + "x" + std::to_string(tensor->cols) +
+            " does not match count " + std::to_string(tensor->count));
   }
   view->data = tensor->data;
   view->count = tensor->count;
@@ -64,12 +69,14 @@ Status check_tensor(const tidegate_tensor_t* tensor, const char* role, TensorVie
   return Status::ok();
 }
 
-Status copy_rank_array(const int64_t* values, int size, const char* role, std::vector<int64_t>* out) {
+Status copy_rank_array(const int64_t* values, int size, const char* role,
+                       std::vector<int64_t>* out) {
   TG_CHECK_ARG(values != nullptr, std::string(role) + " array is NULL");
   out->assign(values, values + size);
   for (int r = 0; r < size; ++r) {
     TG_CHECK_ARG(values[r] >= 0 && values[r] <= kMaxElements,
-                 std::string(role) + "[" + std::to_string(r) + "] = " + std::to_string(values[r]) + " is invalid");
+                 std::string(role) + "[" + std::to_string(r) + "] = " + std::to_string(values[r]) +
+                     " is invalid");
   }
   return Status::ok();
 }
@@ -81,8 +88,10 @@ Status allreduce_args(const tidegate_tensor_t* input, const tidegate_tensor_t* o
   TG_RETURN_IF_ERROR(check_tensor(input, "input", &args->input));
   TG_RETURN_IF_ERROR(check_tensor(output, "output", &args->output));
   TG_RETURN_IF_ERROR(check_same_dtype(args->input, args->output));
-  TG_CHECK_ARG(args->input.count == args->output.count, count_text("output", args->output.count, args->input.count));
-  TG_CHECK_ARG(!overlaps_partially(args->input, args->output), "input and output overlap without being the same memory");
+  TG_CHECK_ARG(args->input.count == args->output.count,
+               count_text("output", args->output.count, args->input.count));
+  TG_CHECK_ARG(!overlaps_partially(args->input, args->output),
+               "input and output overlap without being the same memory");
   args->reduce_op = op;
   return Status::ok();
 }
@@ -111,8 +120,9 @@ Status allgather_args(const tidegate_tensor_t* input, const tidegate_tensor_t* o
   TG_RETURN_IF_ERROR(check_tensor(input, "input", &args->input));
   TG_RETURN_IF_ERROR(check_tensor(output, "output", &args->output));
   TG_RETURN_IF_ERROR(check_same_dtype(args->input, args->output));
-  TG_CHECK_ARG(args->output.count == args->input.count * size,
-               count_text("output", args->output.count, args->input.count * size) + " (size x input count)");
+  TG_CHECK_ARG(
+      args->output.count == args->input.count * size,
+      count_text("output", args->output.count, args->input.count * size) + " (size x input count)");
   return Status::ok();
 }
 
@@ -125,14 +135,17 @@ Status allgatherv_args(const tidegate_tensor_t* input, const tidegate_tensor_t* 
   TG_RETURN_IF_ERROR(copy_rank_array(counts, size, "counts", &args->counts));
   int64_t total = 0;
   for (int64_t c : args->counts) total += c;
-  TG_CHECK_ARG(args->input.count == args->counts[rank], count_text("input", args->input.count, args->counts[rank]) + " (counts[rank])");
-  TG_CHECK_ARG(args->output.count == total, count_text("output", args->output.count, total) + " (sum of counts)");
+  TG_CHECK_ARG(args->input.count == args->counts[rank],
+               count_text("input", args->input.count, args->counts[rank]) + " (counts[rank])");
+  TG_CHECK_ARG(args->output.count == total,
+               count_text("output", args->output.count, total) + " (sum of counts)");
   return Status::ok();
 }
 
 Status broadcast_args(const tidegate_tensor_t* tensor, int root, int size, CollectiveArgs* args) {
   args->kind = OpKind::kBroadcast;
-  TG_CHECK_ARG(root >= 0 && root < size, "broadcast root " + std::to_string(root) + " is outside [0, " + std::to_string(size) + ")");
+  TG_CHECK_ARG(root >= 0 && root < size, "broadcast root " + std::to_string(root) +
+                                             " is outside [0, " + std::to_string(size) + ")");
   TG_RETURN_IF_ERROR(check_tensor(tensor, "tensor", &args->output));
   args->input = args->output;
   args->root = root;
@@ -158,7 +171,8 @@ Status alltoallv_args(const tidegate_tensor_t* input, const int64_t* send_counts
                  "receive block for rank " + std::to_string(p) + " runs past the output tensor");
   }
   const bool empty = args->input.count == 0 || args->output.count == 0;
-  TG_CHECK_ARG(empty || (!overlaps_partially(args->input, args->output) && args->input.data != args->output.data),
+  TG_CHECK_ARG(empty || (!overlaps_partially(args->input, args->output) &&
+                         args->input.data != args->output.data),
                "alltoallv needs separate input and output memory");
   return Status::ok();
 }

@@ -5,8 +5,8 @@
 #include <cstdint>
 #include <vector>
 
-#include "collectives/collective_args.h"
 #include "base/status.h"
+#include "collectives/collective_args.h"
 #include "tidegate/tidegate.h"
 
 namespace tidegate {
@@ -15,7 +15,8 @@ namespace tidegate {
 Status check_tensor(const tidegate_tensor_t* tensor, const char* role, TensorView* view);
 
 // Copies a per-rank array of `size` entries, rejecting NULL and negative values.
-Status copy_rank_array(const int64_t* values, int size, const char* role, std::vector<int64_t>* out);
+Status copy_rank_array(const int64_t* values, int size, const char* role,
+                       std::vector<int64_t>* out);
 
 // Builds validated CollectiveArgs for each collective (rank/size of the caller's communicator).
 Status allreduce_args(const tidegate_tensor_t* input, const tidegate_tensor_t* output,

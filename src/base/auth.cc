@@ -64,10 +64,10 @@ Status Secret::from_config(const Config& config, bool required, Secret* out) {
     return Status::ok();
   }
   if (!file.empty()) {
-    struct stat st{};
+    struct stat st {};
     if (::stat(file.c_str(), &st) != 0) {
-      return config_error("TIDEGATE_SECRET_FILE '" + file + "' cannot be read: " +
-                          std::strerror(errno));
+      return config_error("TIDEGATE_SECRET_FILE '" + file +
+                          "' cannot be read: " + std::strerror(errno));
     }
     if (!S_ISREG(st.st_mode)) {
       return config_error("TIDEGATE_SECRET_FILE '" + file + "' is not a regular file");
@@ -89,8 +89,9 @@ Status Secret::from_config(const Config& config, bool required, Secret* out) {
     return Status::ok();
   }
   if (required) {
-    return auth_error("no job secret: set TIDEGATE_SECRET or TIDEGATE_SECRET_FILE (the same on "
-                      "every rank), or launch with tidegate-run, which sets one");
+    return auth_error(
+        "no job secret: set TIDEGATE_SECRET or TIDEGATE_SECRET_FILE (the same on "
+        "every rank), or launch with tidegate-run, which sets one");
   }
   *out = Secret();
   return Status::ok();
@@ -121,7 +122,8 @@ Status authenticate_server_side(int fd, const Secret& secret, const char* role, 
   TG_RETURN_IF_ERROR(random_bytes(kNonceBytes, &server_nonce));
   std::string challenge(kAuthMagic, 4);
   challenge += server_nonce;
-  TG_RETURN_IF_ERROR(write_full(fd, challenge.data(), challenge.size(), deadline, "auth challenge"));
+  TG_RETURN_IF_ERROR(
+      write_full(fd, challenge.data(), challenge.size(), deadline, "auth challenge"));
 
   std::string reply(kAuthResponseBytes, '\0');
   TG_RETURN_IF_ERROR(read_full(fd, reply.data(), reply.size(), deadline, "auth response"));

@@ -4,8 +4,8 @@
 //
 // Handshake (all fields fixed-size, so nothing from the wire sizes an allocation):
 //   server -> client: "TGA1" | server_nonce[32]
-//   client -> server: "TGA1" | client_nonce[32] | HMAC(secret, "client" | role | server_nonce | client_nonce)
-//   server -> client: HMAC(secret, "server" | role | client_nonce | server_nonce)
+//   client -> server: "TGA1" | client_nonce[32] | HMAC(secret, "client" | role | server_nonce |
+//   client_nonce) server -> client: HMAC(secret, "server" | role | client_nonce | server_nonce)
 // `role` is a short label ("store", "tcp") so a proof for one service is useless for another.
 #pragma once
 
@@ -27,7 +27,11 @@ class Secret {
   static Status from_config(const Config& config, bool required, Secret* out);
   // 32 random bytes from the OS CSPRNG (OpenSSL RAND_bytes), hex-encoded.
   static Status random(Secret* out);
-  static Secret from_text(std::string text) { Secret s; s.text_ = std::move(text); return s; }
+  static Secret from_text(std::string text) {
+    Secret s;
+    s.text_ = std::move(text);
+    return s;
+  }
 
   bool empty() const { return text_.empty(); }
   const std::string& text() const { return text_; }

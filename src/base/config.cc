@@ -7,30 +7,74 @@ namespace tidegate {
 
 const std::vector<ConfigEntry>& config_table() {
   static const std::vector<ConfigEntry> table = {
-      {"TIDEGATE_RANK", "", "This process's rank; when unset, taken from the launcher (Open MPI, PMI, Slurm)."},
-      {"TIDEGATE_SIZE", "", "Number of ranks; when unset, taken from the launcher (Open MPI, PMI, Slurm)."},
-      {"TIDEGATE_STORE_ADDR", "", "host:port of the rendezvous store; required for communicators created from the environment."},
-      {"TIDEGATE_STORE_HOST", "rank0", "Who serves the store at TIDEGATE_STORE_ADDR: rank0 (rank 0 binds it) or external (a launcher such as tidegate-run does)."},
-      {"TIDEGATE_SECRET", "", "Job secret that authenticates every store and data connection (HMAC-SHA256 challenge-response)."},
-      {"TIDEGATE_SECRET_FILE", "", "File holding the job secret; must not be readable by group or others (mode 0600)."},
-      {"TIDEGATE_TIMEOUT_MS", "300000", "Deadline in milliseconds: a collective or rendezvous that makes no progress for this long fails with a timeout on every rank."},
-      {"TIDEGATE_TRANSPORT", "auto", "Transports to connect: auto (every built one that can run here: tcp; mpi under mpirun with MPI_THREAD_MULTIPLE; ucx; nccl with a GPU; the plan picks per op) or one transport's name."},
-      {"TIDEGATE_PROBE", "on", "Bandwidth probe at communicator creation: on (measure, or load TIDEGATE_PROBE_CACHE) or off (plan from nominal figures, i.e. the fixed size rule)."},
-      {"TIDEGATE_PROBE_BUDGET_MS", "800", "Upper bound in milliseconds on the time the probe spends measuring, all transports together."},
-      {"TIDEGATE_PROBE_CACHE", "", "Profile file: when it holds a profile for the same ranks and transports the probe is skipped; after measuring, rank 0 writes it."},
-      {"TIDEGATE_TUNE", "", "Plan overrides, rules separated by #, e.g. allreduce:0-64K:@recursive_doubling#allreduce:64K-inf:tcp:@ring (grammar in README)."},
-      {"TIDEGATE_REPLAN_INTERVAL", "64", "Collectives between two online re-planning rounds (ranks agree on measured/predicted times and re-plan identically); 0 disables."},
-      {"TIDEGATE_REPLAN_MARGIN", "0.25", "Re-plan when a choice's agreed measured/predicted time ratio is off from 1 by more than this fraction."},
-      {"TIDEGATE_ALGO", "", "Force algorithms, as collective=algorithm pairs separated by commas (e.g. allreduce=ring or allreduce=native); empty lets the plan decide."},
-      {"TIDEGATE_ALLREDUCE_RD_MAX_BYTES", "16K", "With TIDEGATE_PROBE=off: allreduce messages up to this size use recursive doubling."},
-      {"TIDEGATE_ALLREDUCE_RING_MIN_BYTES", "1M", "With TIDEGATE_PROBE=off: allreduce messages from this size use the ring; sizes between the two thresholds use Rabenseifner halving-doubling."},
-      {"TIDEGATE_SPIN_US", "100", "Microseconds the progress thread keeps polling the transport (yielding between polls) before it sleeps while an op waits for peers; saves a sleep and wake-up per round of small messages. 0 sleeps at once."},
-      {"TIDEGATE_OPS_IN_FLIGHT", "4", "Collectives the progress engine runs at once, each on its own transport channel (requests still complete in posting order); 1 runs them one at a time."},
-      {"TIDEGATE_SEGMENT_BYTES", "1M", "Pipelining unit: ring steps are split into segments of at most this size so reduction overlaps transfer."},
-      {"TIDEGATE_TCP_ADDR", "auto", "Address the TCP transport binds and advertises; auto uses the local address that reaches the store."},
-      {"TIDEGATE_TCP_IFACE", "", "Network interface whose IPv4 address the TCP transport uses (overrides TIDEGATE_TCP_ADDR)."},
-      {"TIDEGATE_TCP_STREAMS", "2", "TCP connections per peer; large messages are striped across them."},
-      {"TIDEGATE_TCP_BUFFER_BYTES", "0", "SO_SNDBUF/SO_RCVBUF for data sockets; 0 keeps the kernel's autotuning."},
+      {"TIDEGATE_RANK", "",
+       "This process's rank; when unset, taken from the launcher (Open MPI, PMI, Slurm)."},
+      {"TIDEGATE_SIZE", "",
+       "Number of ranks; when unset, taken from the launcher (Open MPI, PMI, Slurm)."},
+      {"TIDEGATE_STORE_ADDR", "",
+       "host:port of the rendezvous store; required for communicators created from the "
+       "environment."},
+      {"TIDEGATE_STORE_HOST", "rank0",
+       "Who serves the store at TIDEGATE_STORE_ADDR: rank0 (rank 0 binds it) or external (a "
+       "launcher such as tidegate-run does)."},
+      {"TIDEGATE_SECRET", "",
+       "Job secret that authenticates every store and data connection (HMAC-SHA256 "
+       "challenge-response)."},
+      {"TIDEGATE_SECRET_FILE", "",
+       "File holding the job secret; must not be readable by group or others (mode 0600)."},
+      {"TIDEGATE_TIMEOUT_MS", "300000",
+       "Deadline in milliseconds: a collective or rendezvous that makes no progress for this long "
+       "fails with a timeout on every rank."},
+      {"TIDEGATE_TRANSPORT", "auto",
+       "Transports to connect: auto (every built one that can run here: tcp; mpi under mpirun with "
+       "MPI_THREAD_MULTIPLE; ucx; nccl with a GPU; the plan picks per op) or one transport's "
+       "name."},
+      {"TIDEGATE_PROBE", "on",
+       "Bandwidth probe at communicator creation: on (measure, or load TIDEGATE_PROBE_CACHE) or "
+       "off (plan from nominal figures, i.e. the fixed size rule)."},
+      {"TIDEGATE_PROBE_BUDGET_MS", "800",
+       "Upper bound in milliseconds on the time the probe spends measuring, all transports "
+       "together."},
+      {"TIDEGATE_PROBE_CACHE", "",
+       "Profile file: when it holds a profile for the same ranks and transports the probe is "
+       "skipped; after measuring, rank 0 writes it."},
+      {"TIDEGATE_TUNE", "",
+       "Plan overrides, rules separated by #, e.g. "
+       "allreduce:0-64K:@recursive_doubling#allreduce:64K-inf:tcp:@ring (grammar in README)."},
+      {"TIDEGATE_REPLAN_INTERVAL", "64",
+       "Collectives between two online re-planning rounds (ranks agree on measured/predicted times "
+       "and re-plan identically); 0 disables."},
+      {"TIDEGATE_REPLAN_MARGIN", "0.25",
+       "Re-plan when a choice's agreed measured/predicted time ratio is off from 1 by more than "
+       "this fraction."},
+      {"TIDEGATE_ALGO", "",
+       "Force algorithms, as collective=algorithm pairs separated by commas (e.g. allreduce=ring "
+       "or allreduce=native); empty lets the plan decide."},
+      {"TIDEGATE_ALLREDUCE_RD_MAX_BYTES", "16K",
+       "With TIDEGATE_PROBE=off: allreduce messages up to this size use recursive doubling."},
+      {"TIDEGATE_ALLREDUCE_RING_MIN_BYTES", "1M",
+       "With TIDEGATE_PROBE=off: allreduce messages from this size use the ring; sizes between the "
+       "two thresholds use Rabenseifner halving-doubling."},
+      {"TIDEGATE_SPIN_US", "100",
+       "Microseconds the progress thread keeps polling the transport (yielding between polls) "
+       "before it sleeps while an op waits for peers; saves a sleep and wake-up per round of small "
+       "messages. 0 sleeps at once."},
+      {"TIDEGATE_OPS_IN_FLIGHT", "4",
+       "Collectives the progress engine runs at once, each on its own transport channel (requests "
+       "still complete in posting order); 1 runs them one at a time."},
+      {"TIDEGATE_SEGMENT_BYTES", "1M",
+       "Pipelining unit: ring steps are split into segments of at most this size so reduction "
+       "overlaps transfer."},
+      {"TIDEGATE_TCP_ADDR", "auto",
+       "Address the TCP transport binds and advertises; auto uses the local address that reaches "
+       "the store."},
+      {"TIDEGATE_TCP_IFACE", "",
+       "Network interface whose IPv4 address the TCP transport uses (overrides "
+       "TIDEGATE_TCP_ADDR)."},
+      {"TIDEGATE_TCP_STREAMS", "2",
+       "TCP connections per peer; large messages are striped across them."},
+      {"TIDEGATE_TCP_BUFFER_BYTES", "0",
+       "SO_SNDBUF/SO_RCVBUF for data sockets; 0 keeps the kernel's autotuning."},
       {"TIDEGATE_LOG_LEVEL", "warn", "Logging to stderr: error, warn, info or debug."},
   };
   return table;
@@ -40,8 +84,9 @@ std::string config_table_markdown() {
   std::ostringstream out;
   out << "| variable | default | meaning |\n|---|---|---|\n";
   for (const ConfigEntry& e : config_table()) {
-    out << "| `" << e.env << "` | " << (e.default_value[0] ? std::string("`") + e.default_value + "`" : "(unset)")
-        << " | " << e.meaning << " |\n";
+    out << "| `" << e.env << "` | "
+        << (e.default_value[0] ? std::string("`") + e.default_value + "`" : "(unset)") << " | "
+        << e.meaning << " |\n";
   }
   return out.str();
 }
@@ -59,10 +104,20 @@ bool parse_byte_size(const std::string& text, int64_t* bytes) {
   int shift = 0;
   if (pos < text.size()) {
     switch (text[pos]) {
-      case 'K': case 'k': shift = 10; break;
-      case 'M': case 'm': shift = 20; break;
-      case 'G': case 'g': shift = 30; break;
-      default: return false;
+      case 'K':
+      case 'k':
+        shift = 10;
+        break;
+      case 'M':
+      case 'm':
+        shift = 20;
+        break;
+      case 'G':
+      case 'g':
+        shift = 30;
+        break;
+      default:
+        return false;
     }
     ++pos;
     if (pos < text.size() && (text[pos] == 'B' || text[pos] == 'b' || text[pos] == 'i')) ++pos;
@@ -116,11 +171,16 @@ Status Config::set(const std::string& env, const std::string& value) {
 }
 
 const std::vector<std::string>& Config::launcher_variable_names() {
-  static const std::vector<std::string> names = {
-      "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_RANK",
-      "PMI_RANK",             "PMI_SIZE",             "PMIX_RANK",
-      "SLURM_PROCID",         "SLURM_NTASKS",         "SLURM_LOCALID",
-      "MPI_LOCALRANKID"};
+  static const std::vector<std::string> names = {"OMPI_COMM_WORLD_RANK",
+                                                 "OMPI_COMM_WORLD_SIZE",
+                                                 "OMPI_COMM_WORLD_LOCAL_RANK",
+                                                 "PMI_RANK",
+                                                 "PMI_SIZE",
+                                                 "PMIX_RANK",
+                                                 "SLURM_PROCID",
+                                                 "SLURM_NTASKS",
+                                                 "SLURM_LOCALID",
+                                                 "MPI_LOCALRANKID"};
   return names;
 }
 
@@ -163,40 +223,53 @@ Status parse_size_variable(const Config& c, const char* env, int64_t min, int64_
 }  // namespace
 
 Status Config::validate_and_cache() {
-  TG_RETURN_IF_ERROR(parse_positive_integer(*this, "TIDEGATE_TIMEOUT_MS", 1, int64_t{1} << 40, &timeout_ms_));
+  TG_RETURN_IF_ERROR(
+      parse_positive_integer(*this, "TIDEGATE_TIMEOUT_MS", 1, int64_t{1} << 40, &timeout_ms_));
   int64_t streams = 0;
   TG_RETURN_IF_ERROR(parse_positive_integer(*this, "TIDEGATE_TCP_STREAMS", 1, 16, &streams));
   tcp_streams_ = static_cast<int>(streams);
-  TG_RETURN_IF_ERROR(parse_size_variable(*this, "TIDEGATE_TCP_BUFFER_BYTES", 0, &tcp_buffer_bytes_));
+  TG_RETURN_IF_ERROR(
+      parse_size_variable(*this, "TIDEGATE_TCP_BUFFER_BYTES", 0, &tcp_buffer_bytes_));
   TG_RETURN_IF_ERROR(parse_size_variable(*this, "TIDEGATE_SEGMENT_BYTES", 4096, &segment_bytes_));
   TG_RETURN_IF_ERROR(parse_positive_integer(*this, "TIDEGATE_SPIN_US", 0, 100000, &spin_us_));
-  TG_RETURN_IF_ERROR(parse_positive_integer(*this, "TIDEGATE_OPS_IN_FLIGHT", 1, 64, &ops_in_flight_));
-  TG_RETURN_IF_ERROR(parse_size_variable(*this, "TIDEGATE_ALLREDUCE_RD_MAX_BYTES", 0, &rd_max_bytes_));
-  TG_RETURN_IF_ERROR(parse_size_variable(*this, "TIDEGATE_ALLREDUCE_RING_MIN_BYTES", 0, &ring_min_bytes_));
+  TG_RETURN_IF_ERROR(
+      parse_positive_integer(*this, "TIDEGATE_OPS_IN_FLIGHT", 1, 64, &ops_in_flight_));
+  TG_RETURN_IF_ERROR(
+      parse_size_variable(*this, "TIDEGATE_ALLREDUCE_RD_MAX_BYTES", 0, &rd_max_bytes_));
+  TG_RETURN_IF_ERROR(
+      parse_size_variable(*this, "TIDEGATE_ALLREDUCE_RING_MIN_BYTES", 0, &ring_min_bytes_));
 
   const std::string& probe = raw("TIDEGATE_PROBE");
   if (probe != "on" && probe != "off") {
     return config_error("TIDEGATE_PROBE='" + probe + "' must be on or off");
   }
   probe_enabled_ = probe == "on";
-  TG_RETURN_IF_ERROR(parse_positive_integer(*this, "TIDEGATE_PROBE_BUDGET_MS", 10, 600000, &probe_budget_ms_));
-  TG_RETURN_IF_ERROR(parse_positive_integer(*this, "TIDEGATE_REPLAN_INTERVAL", 0, int64_t{1} << 40, &replan_interval_));
+  TG_RETURN_IF_ERROR(
+      parse_positive_integer(*this, "TIDEGATE_PROBE_BUDGET_MS", 10, 600000, &probe_budget_ms_));
+  TG_RETURN_IF_ERROR(parse_positive_integer(*this, "TIDEGATE_REPLAN_INTERVAL", 0, int64_t{1} << 40,
+                                            &replan_interval_));
   {
     const std::string& text = raw("TIDEGATE_REPLAN_MARGIN");
     char* end = nullptr;
     double margin = std::strtod(text.c_str(), &end);
     if (text.empty() || *end != '\0' || !(margin > 0.0 && margin <= 100.0)) {
-      return config_error("TIDEGATE_REPLAN_MARGIN='" + text + "' is not a fraction in (0, 100], e.g. 0.25");
+      return config_error("TIDEGATE_REPLAN_MARGIN='" + text +
+                          "' is not a fraction in (0, 100], e.g. 0.25");
     }
     replan_margin_ = margin;
   }
 
   const std::string& level = raw("TIDEGATE_LOG_LEVEL");
-  if (level == "error") log_level_ = 0;
-  else if (level == "warn") log_level_ = 1;
-  else if (level == "info") log_level_ = 2;
-  else if (level == "debug") log_level_ = 3;
-  else return config_error("TIDEGATE_LOG_LEVEL='" + level + "' must be error, warn, info or debug");
+  if (level == "error")
+    log_level_ = 0;
+  else if (level == "warn")
+    log_level_ = 1;
+  else if (level == "info")
+    log_level_ = 2;
+  else if (level == "debug")
+    log_level_ = 3;
+  else
+    return config_error("TIDEGATE_LOG_LEVEL='" + level + "' must be error, warn, info or debug");
 
   const std::string& host = raw("TIDEGATE_STORE_HOST");
   if (host != "rank0" && host != "external") {

@@ -15,8 +15,8 @@ void log_message(LogLevel level, const std::string& who, const std::string& mess
 
 }  // namespace tidegate
 
-#define TG_LOG(level, who, message)                                          \
-  do {                                                                       \
-    if (::tidegate::log_enabled(::tidegate::LogLevel::level))                \
+#define TG_LOG(level, who, message)                                           \
+  do {                                                                        \
+    if (::tidegate::log_enabled(::tidegate::LogLevel::level))                 \
       ::tidegate::log_message(::tidegate::LogLevel::level, (who), (message)); \
   } while (0)

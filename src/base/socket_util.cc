@@ -171,7 +171,8 @@ Status read_full(int fd, void* buffer, size_t n, Deadline deadline, const char* 
       continue;
     }
     if (got == 0) {
-      return peer_failed(std::string("connection from ") + peer_name(fd) + " closed while reading " + what);
+      return peer_failed(std::string("connection from ") + peer_name(fd) +
+                         " closed while reading " + what);
     }
     if (errno == EINTR) continue;
     if (errno != EAGAIN && errno != EWOULDBLOCK) {
@@ -199,7 +200,8 @@ Status write_full(int fd, const void* buffer, size_t n, Deadline deadline, const
     if (put < 0 && errno == EINTR) continue;
     if (put < 0 && errno != EAGAIN && errno != EWOULDBLOCK) {
       if (errno == EPIPE || errno == ECONNRESET) {
-        return peer_failed(std::string("connection to ") + peer_name(fd) + " closed while writing " + what);
+        return peer_failed(std::string("connection to ") + peer_name(fd) +
+                           " closed while writing " + what);
       }
       return system_error(std::string("send(") + what + ")", errno);
     }

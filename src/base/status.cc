@@ -55,20 +55,34 @@ Status system_error(const std::string& what, int saved_errno) {
 
 extern "C" const char* tidegate_status_string(tidegate_status_t status) {
   switch (status) {
-    case TIDEGATE_OK: return "ok";
-    case TIDEGATE_ERR_INVALID_ARGUMENT: return "invalid argument";
-    case TIDEGATE_ERR_MISMATCH: return "mismatch between ranks";
-    case TIDEGATE_ERR_TIMEOUT: return "timeout";
-    case TIDEGATE_ERR_PEER_FAILED: return "peer failed";
-    case TIDEGATE_ERR_AUTH: return "authentication failed";
-    case TIDEGATE_ERR_PROTOCOL: return "protocol error";
-    case TIDEGATE_ERR_UNSUPPORTED: return "unsupported";
-    case TIDEGATE_ERR_NO_MEMORY: return "out of memory";
-    case TIDEGATE_ERR_ABORTED: return "aborted";
-    case TIDEGATE_ERR_SYSTEM: return "system error";
-    case TIDEGATE_ERR_CONFIG: return "configuration error";
-    case TIDEGATE_ERR_INTERNAL: return "internal error";
-    case TIDEGATE_IN_PROGRESS: return "in progress";
+    case TIDEGATE_OK:
+      return "ok";
+    case TIDEGATE_ERR_INVALID_ARGUMENT:
+      return "invalid argument";
+    case TIDEGATE_ERR_MISMATCH:
+      return "mismatch between ranks";
+    case TIDEGATE_ERR_TIMEOUT:
+      return "timeout";
+    case TIDEGATE_ERR_PEER_FAILED:
+      return "peer failed";
+    case TIDEGATE_ERR_AUTH:
+      return "authentication failed";
+    case TIDEGATE_ERR_PROTOCOL:
+      return "protocol error";
+    case TIDEGATE_ERR_UNSUPPORTED:
+      return "unsupported";
+    case TIDEGATE_ERR_NO_MEMORY:
+      return "out of memory";
+    case TIDEGATE_ERR_ABORTED:
+      return "aborted";
+    case TIDEGATE_ERR_SYSTEM:
+      return "system error";
+    case TIDEGATE_ERR_CONFIG:
+      return "configuration error";
+    case TIDEGATE_ERR_INTERNAL:
+      return "internal error";
+    case TIDEGATE_IN_PROGRESS:
+      return "in progress";
   }
   return "unknown status";
 }

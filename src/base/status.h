@@ -53,20 +53,20 @@ Status system_error(const std::string& what, int saved_errno);
 }  // namespace tidegate
 
 // Evaluate an expression yielding Status; on failure return it with this file:line appended.
-#define TG_RETURN_IF_ERROR(expr)                                                  \
-  do {                                                                            \
-    ::tidegate::Status tg_status_ = (expr);                                       \
+#define TG_RETURN_IF_ERROR(expr)                                                          \
+  do {                                                                                    \
+    ::tidegate::Status tg_status_ = (expr);                                               \
     if (!tg_status_.is_ok()) return std::move(tg_status_).with_trail(__FILE__, __LINE__); \
   } while (0)
 
 // Return an INVALID_ARGUMENT / INTERNAL error unless cond holds.
-#define TG_CHECK_ARG(cond, message)                                               \
-  do {                                                                            \
-    if (!(cond)) return ::tidegate::invalid_argument(message);                     \
+#define TG_CHECK_ARG(cond, message)                            \
+  do {                                                         \
+    if (!(cond)) return ::tidegate::invalid_argument(message); \
   } while (0)
-#define TG_CHECK_INTERNAL(cond)                                                   \
-  do {                                                                            \
-    if (!(cond))                                                                  \
+#define TG_CHECK_INTERNAL(cond)                                                          \
+  do {                                                                                   \
+    if (!(cond))                                                                         \
       return ::tidegate::internal_error(std::string("invariant failed: " #cond " at ") + \
-                                        __FILE__ + ":" + std::to_string(__LINE__)); \
+                                        __FILE__ + ":" + std::to_string(__LINE__));      \
   } while (0)

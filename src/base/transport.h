@@ -47,7 +47,7 @@ struct NativeCollectiveArgs {
 struct TransportCapabilities {
   bool host_memory = true;
   bool cuda_memory = false;
-  bool native_allreduce = false;       // offers its own dense allreduce (MPI, NCCL)
+  bool native_allreduce = false;  // offers its own dense allreduce (MPI, NCCL)
   bool native_allgather = false;
   bool native_reduce_scatter = false;
   // Independent FIFO channels (messages of different channels never block or reorder each
@@ -105,7 +105,10 @@ class Transport {
   // float16 type, NCCL has no BAND, ...). The planner only offers "native" where this is true.
   virtual bool supports_native(NativeCollective kind, tidegate_dtype_t dtype,
                                tidegate_reduce_op_t op, tidegate_memory_t memory) const {
-    (void)kind; (void)dtype; (void)op; (void)memory;
+    (void)kind;
+    (void)dtype;
+    (void)op;
+    (void)memory;
     return false;
   }
 
@@ -116,7 +119,9 @@ class Transport {
   // supports_native() is false.
   virtual Status post_native(const WireHeader& header, const NativeCollectiveArgs& args,
                              Handle* handle) {
-    (void)header; (void)args; (void)handle;
+    (void)header;
+    (void)args;
+    (void)handle;
     return unsupported(std::string(name()) + " offers no native collectives");
   }
 

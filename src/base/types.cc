@@ -12,48 +12,75 @@ int Deadline::poll_timeout_ms() const {
 
 const char* op_kind_name(OpKind kind) {
   switch (kind) {
-    case OpKind::kAllreduce: return "allreduce";
-    case OpKind::kReduceScatter: return "reduce_scatter";
-    case OpKind::kAllgather: return "allgather";
-    case OpKind::kAllgatherv: return "allgatherv";
-    case OpKind::kBroadcast: return "broadcast";
-    case OpKind::kBarrier: return "barrier";
-    case OpKind::kAlltoallv: return "alltoallv";
-    case OpKind::kInternal: return "internal";
+    case OpKind::kAllreduce:
+      return "allreduce";
+    case OpKind::kReduceScatter:
+      return "reduce_scatter";
+    case OpKind::kAllgather:
+      return "allgather";
+    case OpKind::kAllgatherv:
+      return "allgatherv";
+    case OpKind::kBroadcast:
+      return "broadcast";
+    case OpKind::kBarrier:
+      return "barrier";
+    case OpKind::kAlltoallv:
+      return "alltoallv";
+    case OpKind::kInternal:
+      return "internal";
   }
   return "unknown-op";
 }
 
 const char* dtype_name(tidegate_dtype_t dtype) {
   switch (dtype) {
-    case TIDEGATE_FLOAT32: return "float32";
-    case TIDEGATE_FLOAT64: return "float64";
-    case TIDEGATE_FLOAT16: return "float16";
-    case TIDEGATE_BFLOAT16: return "bfloat16";
-    case TIDEGATE_INT32: return "int32";
-    case TIDEGATE_INT64: return "int64";
-    case TIDEGATE_UINT8: return "uint8";
+    case TIDEGATE_FLOAT32:
+      return "float32";
+    case TIDEGATE_FLOAT64:
+      return "float64";
+    case TIDEGATE_FLOAT16:
+      return "float16";
+    case TIDEGATE_BFLOAT16:
+      return "bfloat16";
+    case TIDEGATE_INT32:
+      return "int32";
+    case TIDEGATE_INT64:
+      return "int64";
+    case TIDEGATE_UINT8:
+      return "uint8";
   }
   return "unknown-dtype";
 }
 
 const char* reduce_op_name(tidegate_reduce_op_t op) {
   switch (op) {
-    case TIDEGATE_SUM: return "sum";
-    case TIDEGATE_AVG: return "avg";
-    case TIDEGATE_MIN: return "min";
-    case TIDEGATE_MAX: return "max";
-    case TIDEGATE_PROD: return "prod";
+    case TIDEGATE_SUM:
+      return "sum";
+    case TIDEGATE_AVG:
+      return "avg";
+    case TIDEGATE_MIN:
+      return "min";
+    case TIDEGATE_MAX:
+      return "max";
+    case TIDEGATE_PROD:
+      return "prod";
   }
   return "unknown-op";
 }
 
 size_t dtype_size(tidegate_dtype_t dtype) {
   switch (dtype) {
-    case TIDEGATE_FLOAT32: case TIDEGATE_INT32: return 4;
-    case TIDEGATE_FLOAT64: case TIDEGATE_INT64: return 8;
-    case TIDEGATE_FLOAT16: case TIDEGATE_BFLOAT16: return 2;
-    case TIDEGATE_UINT8: return 1;
+    case TIDEGATE_FLOAT32:
+    case TIDEGATE_INT32:
+      return 4;
+    case TIDEGATE_FLOAT64:
+    case TIDEGATE_INT64:
+      return 8;
+    case TIDEGATE_FLOAT16:
+    case TIDEGATE_BFLOAT16:
+      return 2;
+    case TIDEGATE_UINT8:
+      return 1;
   }
   return 0;
 }

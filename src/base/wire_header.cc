@@ -99,8 +99,8 @@ Status check_wire_header(const WireHeader& expected, const WireHeader& received,
   }
   if (received.comm_id != expected.comm_id) {
     return protocol_error("message from " + them + " belongs to another communicator: " + me +
-                          " expected communicator " + std::to_string(expected.comm_id) +
-                          ", got " + std::to_string(received.comm_id));
+                          " expected communicator " + std::to_string(expected.comm_id) + ", got " +
+                          std::to_string(received.comm_id));
   }
   if (received.sender_rank != static_cast<uint32_t>(peer)) {
     return protocol_error("message on the connection to " + them + " claims sender rank " +
@@ -110,8 +110,8 @@ Status check_wire_header(const WireHeader& expected, const WireHeader& received,
   // The collective's own fields: a mismatch means the ranks posted different collectives.
   auto mismatch = [&](const char* field, const std::string& mine, const std::string& theirs) {
     return mismatch_error(describe_op(expected) + ": " + me + " posted " + field + "=" + mine +
-                          " but " + them + " posted " + field + "=" + theirs + " (field '" +
-                          field + "', " + them + "'s op is " + describe_op(received) +
+                          " but " + them + " posted " + field + "=" + theirs + " (field '" + field +
+                          "', " + them + "'s op is " + describe_op(received) +
                           "). Every rank must post the same collectives in the same order "
                           "with the same arguments.");
   };

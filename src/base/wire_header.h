@@ -33,11 +33,11 @@ struct WireHeader {
   uint8_t reduce_op = 0;  // tidegate_reduce_op_t (0 where the collective has none)
   uint8_t codec_id = 0;   // 0 = dense, no codec
   uint16_t flags = 0;
-  uint64_t comm_id = 0;   // agreed at communicator creation; separates communicators
-  uint64_t op_seq = 0;    // posting order of the collective on its communicator
-  int64_t count = 0;      // element count that defines the op (see each collective's docs)
-  uint32_t chunk = 0;     // step / chunk index inside the op
-  int32_t aux = 0;        // collective-specific (root of a broadcast, ...)
+  uint64_t comm_id = 0;  // agreed at communicator creation; separates communicators
+  uint64_t op_seq = 0;   // posting order of the collective on its communicator
+  int64_t count = 0;     // element count that defines the op (see each collective's docs)
+  uint32_t chunk = 0;    // step / chunk index inside the op
+  int32_t aux = 0;       // collective-specific (root of a broadcast, ...)
   uint32_t codec_config_hash = 0;
   uint64_t payload_bytes = 0;  // exact length, or the bound (kWireFlagBoundedPayload)
   uint32_t sender_rank = 0;

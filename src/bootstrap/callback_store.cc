@@ -28,7 +28,8 @@ Status check_key(const std::string& key) {
 
 // Milliseconds left, rounded up so that a callback is never asked for less than remains.
 int64_t remaining_ms(Deadline deadline) {
-  return std::max<int64_t>(0, std::chrono::ceil<Milliseconds>(deadline.at() - Clock::now()).count());
+  return std::max<int64_t>(0,
+                           std::chrono::ceil<Milliseconds>(deadline.at() - Clock::now()).count());
 }
 
 }  // namespace
@@ -39,8 +40,8 @@ Status CallbackStore::set(const std::string& key, const std::string& value) {
   TG_CHECK_ARG(callbacks_.set != nullptr, "store callbacks have no set function");
   const int rc = callbacks_.set(callbacks_.ctx, key.c_str(), value.data(), value.size());
   if (rc != kCallbackOk) {
-    return peer_failed("the caller's store set callback failed for key '" + key +
-                       "' (returned " + std::to_string(rc) + ")");
+    return peer_failed("the caller's store set callback failed for key '" + key + "' (returned " +
+                       std::to_string(rc) + ")");
   }
   return Status::ok();
 }
@@ -59,8 +60,8 @@ Status CallbackStore::get(const std::string& key, Deadline deadline, std::string
                            "timed out); did every rank start?");
     }
     if (rc != kCallbackOk) {
-      return peer_failed("the caller's store get callback failed for key '" + key +
-                         "' (returned " + std::to_string(rc) + ")");
+      return peer_failed("the caller's store get callback failed for key '" + key + "' (returned " +
+                         std::to_string(rc) + ")");
     }
     if (length > kMaxStoreValueBytes) {
       return protocol_error("the caller's store holds a " + std::to_string(length) +

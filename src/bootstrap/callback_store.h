@@ -6,8 +6,8 @@
 
 #include <memory>
 
-#include "base/store.h"
 #include "base/status.h"
+#include "base/store.h"
 #include "tidegate/tidegate.h"
 
 namespace tidegate {

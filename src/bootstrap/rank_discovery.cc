@@ -9,10 +9,10 @@ namespace tidegate {
 namespace {
 
 struct RankSource {
-  const char* name;      // for messages: who set these variables
+  const char* name;  // for messages: who set these variables
   const char* rank_var;
   const char* size_var;
-  bool is_tidegate;      // read with config.raw() rather than config.launcher_variable()
+  bool is_tidegate;  // read with config.raw() rather than config.launcher_variable()
 };
 
 // In order of precedence: an explicit setting beats whatever the launcher says.
@@ -73,11 +73,13 @@ Status discover_rank_and_size(const Config& config, int* rank, int* size, std::s
     TG_RETURN_IF_ERROR(read_pair(config, candidate, &r, &s));
     *rank = r;
     *size = s;
-    *source = std::string(candidate.name) + " (" + candidate.rank_var + "/" + candidate.size_var + ")";
+    *source =
+        std::string(candidate.name) + " (" + candidate.rank_var + "/" + candidate.size_var + ")";
     return Status::ok();
   }
-  return config_error("cannot tell this process's rank: set TIDEGATE_RANK and TIDEGATE_SIZE, or "
-                      "start it with tidegate-run, mpirun or srun");
+  return config_error(
+      "cannot tell this process's rank: set TIDEGATE_RANK and TIDEGATE_SIZE, or "
+      "start it with tidegate-run, mpirun or srun");
 }
 
 }  // namespace tidegate

@@ -14,8 +14,8 @@
 #include <string>
 
 #include "base/auth.h"
-#include "base/store.h"
 #include "base/status.h"
+#include "base/store.h"
 
 namespace tidegate {
 

@@ -4,10 +4,10 @@
 #include <algorithm>
 #include <mutex>
 
-#include "bootstrap/tcp_store.h"
-#include "bootstrap/tcp_store_protocol.h"
 #include "base/log.h"
 #include "base/socket_util.h"
+#include "bootstrap/tcp_store.h"
+#include "bootstrap/tcp_store_protocol.h"
 
 namespace tidegate {
 
@@ -27,7 +27,9 @@ constexpr Milliseconds kReconnectWindow{2'000};
 class TcpStoreClient final : public Store {
  public:
   TcpStoreClient(std::string host, int port, Secret secret)
-      : host_(std::move(host)), port_(port), secret_(std::move(secret)),
+      : host_(std::move(host)),
+        port_(port),
+        secret_(std::move(secret)),
         address_(host_ + ":" + std::to_string(port_)) {}
 
   Status connect(Deadline deadline);
@@ -58,15 +60,15 @@ Status TcpStoreClient::connect(Deadline deadline) {
 
 Status TcpStoreClient::exchange(const std::string& request, Deadline deadline, char* status,
                                 std::string* payload) {
-  TG_RETURN_IF_ERROR(write_full(fd_.get(), request.data(), request.size(), deadline,
-                                "store request"));
+  TG_RETURN_IF_ERROR(
+      write_full(fd_.get(), request.data(), request.size(), deadline, "store request"));
   char header[kStoreResponseHeaderBytes];
   TG_RETURN_IF_ERROR(read_full(fd_.get(), header, sizeof header, deadline, "store response"));
   size_t payload_bytes = 0;
   TG_RETURN_IF_ERROR(decode_store_response_header(header, status, &payload_bytes));
   payload->assign(payload_bytes, '\0');
-  TG_RETURN_IF_ERROR(read_full(fd_.get(), payload->data(), payload_bytes, deadline,
-                               "store response"));
+  TG_RETURN_IF_ERROR(
+      read_full(fd_.get(), payload->data(), payload_bytes, deadline, "store response"));
   return Status::ok();
 }
 
@@ -102,8 +104,8 @@ Status TcpStoreClient::set(const std::string& key, const std::string& value) {
   std::lock_guard<std::mutex> lock(mutex_);
   char status = 0;
   std::string payload;
-  Status st = round_trip(encode_set_request(key, value), Deadline::after(kSetTimeout), &status,
-                         &payload);
+  Status st =
+      round_trip(encode_set_request(key, value), Deadline::after(kSetTimeout), &status, &payload);
   if (!st.is_ok()) {
     return std::move(st).with_context("store " + address_ + ", set of key '" + key + "': ");
   }
@@ -120,14 +122,14 @@ Status TcpStoreClient::get(const std::string& key, Deadline deadline, std::strin
   const Clock::time_point started = Clock::now();
   while (true) {
     // Rounded up so that a sub-millisecond remainder is still waited for, not spun on.
-    const int64_t left_ms = std::max<int64_t>(
-        0, std::chrono::ceil<Milliseconds>(deadline.at() - Clock::now()).count());
+    const int64_t left_ms =
+        std::max<int64_t>(0, std::chrono::ceil<Milliseconds>(deadline.at() - Clock::now()).count());
     const int64_t wait_ms = std::min(left_ms, kMaxStoreGetWaitMs);
     char status = 0;
     std::string payload;
-    Status st = round_trip(encode_get_request(key, wait_ms),
-                           Deadline::after(Milliseconds(wait_ms) + kResponseGrace), &status,
-                           &payload);
+    Status st =
+        round_trip(encode_get_request(key, wait_ms),
+                   Deadline::after(Milliseconds(wait_ms) + kResponseGrace), &status, &payload);
     if (!st.is_ok()) {
       return std::move(st).with_context("store " + address_ + ", get of key '" + key + "': ");
     }

@@ -14,8 +14,13 @@ constexpr size_t kReadChunkBytes = 64 * 1024;
 }  // namespace
 
 StoreConnection::StoreConnection(UniqueFd fd, Clock::time_point now)
-    : fd_(std::move(fd)), peer_(peer_name(fd_.get())), accepted_at_(now), request_started_(now),
-      output_started_(now), idle_since_(now), wait_until_(now) {}
+    : fd_(std::move(fd)),
+      peer_(peer_name(fd_.get())),
+      accepted_at_(now),
+      request_started_(now),
+      output_started_(now),
+      idle_since_(now),
+      wait_until_(now) {}
 
 Status StoreConnection::begin_handshake() {
   TG_RETURN_IF_ERROR(random_bytes(kNonceBytes, &server_nonce_));
@@ -28,8 +33,9 @@ Status StoreConnection::begin_handshake() {
 Status StoreConnection::advance_handshake(const Secret& secret, const char* role,
                                           Clock::time_point now) {
   if (!starts_like_auth_magic(input_)) {
-    return protocol_error("it does not speak the tidegate handshake (its first bytes are not "
-                          "the handshake magic)");
+    return protocol_error(
+        "it does not speak the tidegate handshake (its first bytes are not "
+        "the handshake magic)");
   }
   if (input_.size() < kAuthResponseBytes) return Status::ok();  // wait for the rest
   const std::string client_nonce = input_.substr(kAuthMagicBytes, kNonceBytes);
@@ -44,8 +50,7 @@ Status StoreConnection::advance_handshake(const Secret& secret, const char* role
   return Status::ok();
 }
 
-Status StoreConnection::read_available(size_t input_cap, Clock::time_point now,
-                                       bool* peer_closed) {
+Status StoreConnection::read_available(size_t input_cap, Clock::time_point now, bool* peer_closed) {
   *peer_closed = false;
   char chunk[kReadChunkBytes];
   while (true) {
@@ -105,8 +110,10 @@ void StoreConnection::queue_output(const std::string& bytes, Clock::time_point n
 void StoreConnection::consume_input(size_t n, Clock::time_point now) {
   input_.erase(0, n);
   // Bytes already behind this request start the next one's clock now.
-  if (!input_.empty()) request_started_ = now;
-  else if (!output_pending()) idle_since_ = now;
+  if (!input_.empty())
+    request_started_ = now;
+  else if (!output_pending())
+    idle_since_ = now;
 }
 
 void StoreConnection::start_waiting(const std::string& key, Clock::time_point until) {

@@ -8,10 +8,10 @@
 #include <string>
 
 #include "base/auth.h"
-#include "bootstrap/tcp_store_server.h"
 #include "base/socket_util.h"
 #include "base/status.h"
 #include "base/types.h"
+#include "bootstrap/tcp_store_server.h"
 
 namespace tidegate {
 

@@ -39,8 +39,8 @@ class Reader {
 
 }  // namespace
 
-ParseOutcome parse_store_request(const std::string& buffer, StoreRequest* request,
-                                 size_t* consumed, std::string* error) {
+ParseOutcome parse_store_request(const std::string& buffer, StoreRequest* request, size_t* consumed,
+                                 std::string* error) {
   Reader in(buffer);
   if (!in.has(1)) return ParseOutcome::kNeedMore;
   const char kind = static_cast<char>(in.take_le(1));
@@ -113,9 +113,13 @@ Status decode_store_response_header(const char* header, char* status, size_t* pa
   const uint64_t length = read_le(header + 1, 4);
   size_t cap = 0;
   switch (s) {
-    case kStoreResponseOk: cap = kMaxStoreValueBytes; break;
+    case kStoreResponseOk:
+      cap = kMaxStoreValueBytes;
+      break;
     case kStoreResponseTimeout:
-    case kStoreResponseError: cap = kMaxStoreErrorBytes; break;
+    case kStoreResponseError:
+      cap = kMaxStoreErrorBytes;
+      break;
     default:
       return protocol_error("store server sent an unknown response status byte " +
                             std::to_string(static_cast<unsigned char>(s)));

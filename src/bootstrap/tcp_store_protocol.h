@@ -8,8 +8,8 @@
 #include <cstdint>
 #include <string>
 
-#include "base/store.h"
 #include "base/status.h"
+#include "base/store.h"
 
 namespace tidegate {
 
@@ -30,7 +30,7 @@ inline constexpr size_t kMaxStoreRequestBytes = 1 + 4 + kMaxStoreKeyBytes + 4 + 
 inline constexpr size_t kStoreResponseHeaderBytes = 5;
 
 struct StoreRequest {
-  char kind = 0;           // kStoreRequestSet or kStoreRequestGet
+  char kind = 0;  // kStoreRequestSet or kStoreRequestGet
   std::string key;
   std::string value;       // set only
   int64_t timeout_ms = 0;  // get only
@@ -44,8 +44,8 @@ enum class ParseOutcome {
 
 // Parses one request from the front of `buffer`. Rejects an unknown kind, a key or value over
 // its cap, and a get timeout that is negative, as soon as the offending field is complete.
-ParseOutcome parse_store_request(const std::string& buffer, StoreRequest* request,
-                                 size_t* consumed, std::string* error);
+ParseOutcome parse_store_request(const std::string& buffer, StoreRequest* request, size_t* consumed,
+                                 std::string* error);
 
 std::string encode_set_request(const std::string& key, const std::string& value);
 std::string encode_get_request(const std::string& key, int64_t timeout_ms);

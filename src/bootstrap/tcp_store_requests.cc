@@ -2,8 +2,8 @@
 // until their key is set, and acting on each connection's deadline.
 #include <algorithm>
 
-#include "bootstrap/tcp_store_server_impl.h"
 #include "base/log.h"
+#include "bootstrap/tcp_store_server_impl.h"
 
 namespace tidegate {
 
@@ -130,11 +130,14 @@ void TcpStoreServerImpl::expire_one(StoreConnection& conn, uint64_t id, Clock::t
     return reject(id, "it sent only part of a request within " + ms(options_.request_timeout));
   }
   if (conn.output_pending()) {
-    TG_LOG(kWarn, kLogWho, "closing connection from " + conn.peer() + ": it did not read its "
-                               "answer within " + ms(options_.request_timeout));
+    TG_LOG(kWarn, kLogWho,
+           "closing connection from " + conn.peer() +
+               ": it did not read its "
+               "answer within " +
+               ms(options_.request_timeout));
   } else {
-    TG_LOG(kDebug, kLogWho, "closing connection from " + conn.peer() + ", idle for " +
-                                ms(options_.idle_timeout));
+    TG_LOG(kDebug, kLogWho,
+           "closing connection from " + conn.peer() + ", idle for " + ms(options_.idle_timeout));
   }
   close_connection(id);
 }

@@ -15,8 +15,8 @@
 #include <algorithm>
 #include <cerrno>
 
-#include "bootstrap/tcp_store_server_impl.h"
 #include "base/log.h"
+#include "bootstrap/tcp_store_server_impl.h"
 
 namespace tidegate {
 
@@ -71,8 +71,8 @@ void TcpStoreServerImpl::stop() {
 void TcpStoreServerImpl::run() {
   epoll_event events[kMaxEventsPerWait];
   while (!stopping_.load()) {
-    const int ready = ::epoll_wait(epoll_.get(), events, kMaxEventsPerWait,
-                                   wait_timeout_ms(Clock::now()));
+    const int ready =
+        ::epoll_wait(epoll_.get(), events, kMaxEventsPerWait, wait_timeout_ms(Clock::now()));
     if (ready < 0 && errno != EINTR) {
       TG_LOG(kError, kLogWho, system_error("epoll_wait()", errno).message() + "; store stops");
       return;
@@ -80,8 +80,10 @@ void TcpStoreServerImpl::run() {
     const Clock::time_point now = Clock::now();
     for (int i = 0; i < std::max(ready, 0); ++i) {
       const uint64_t id = events[i].data.u64;
-      if (id == kListenerId) accept_new_connections(now);
-      else if (id != kWakeupId) on_event(id, events[i].events, now);
+      if (id == kListenerId)
+        accept_new_connections(now);
+      else if (id != kWakeupId)
+        on_event(id, events[i].events, now);
     }
     run_woken(now);
     expire_deadlines(now);
@@ -99,14 +101,16 @@ void TcpStoreServerImpl::accept_new_connections(Clock::time_point now) {
       if (saved == EAGAIN || saved == EWOULDBLOCK) return;
       // Out of descriptors or memory: the pending connection stays queued and the listener
       // stays readable, so watching it now would spin. Resume when a connection closes.
-      TG_LOG(kWarn, kLogWho, system_error("accept()", saved).message() +
-                                 "; not accepting until a connection closes");
+      TG_LOG(
+          kWarn, kLogWho,
+          system_error("accept()", saved).message() + "; not accepting until a connection closes");
       return set_accepting(false);
     }
     if (connections_.size() >= options_.max_connections) {
       rejected_.fetch_add(1);
-      TG_LOG(kWarn, kLogWho, "refused connection from " + peer_name(fd.get()) + ": already " +
-                                 std::to_string(connections_.size()) + " connections open");
+      TG_LOG(kWarn, kLogWho,
+             "refused connection from " + peer_name(fd.get()) + ": already " +
+                 std::to_string(connections_.size()) + " connections open");
       continue;
     }
     (void)set_nodelay(fd.get());  // best effort: only latency depends on it
@@ -197,8 +201,9 @@ Status start_tcp_store_server(const std::string& host, int port, const Secret& s
                               const TcpStoreServerOptions& options,
                               std::unique_ptr<TcpStoreServer>* server) {
   if (secret.empty()) {
-    return auth_error("the TCP store needs a job secret to authenticate its clients: set "
-                      "TIDEGATE_SECRET or TIDEGATE_SECRET_FILE");
+    return auth_error(
+        "the TCP store needs a job secret to authenticate its clients: set "
+        "TIDEGATE_SECRET or TIDEGATE_SECRET_FILE");
   }
   auto impl = std::make_unique<TcpStoreServerImpl>(secret, options);
   TG_RETURN_IF_ERROR(impl->bind_and_start(host, port));

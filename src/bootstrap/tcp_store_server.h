@@ -10,10 +10,10 @@
 #include <string>
 
 #include "base/auth.h"
-#include "bootstrap/tcp_store.h"
-#include "bootstrap/tcp_store_protocol.h"
 #include "base/status.h"
 #include "base/types.h"
+#include "bootstrap/tcp_store.h"
+#include "bootstrap/tcp_store_protocol.h"
 
 namespace tidegate {
 

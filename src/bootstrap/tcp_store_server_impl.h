@@ -13,10 +13,10 @@
 #include <vector>
 
 #include "base/auth_proof.h"
+#include "base/socket_util.h"
 #include "bootstrap/tcp_store_connection.h"
 #include "bootstrap/tcp_store_protocol.h"
 #include "bootstrap/tcp_store_server.h"
-#include "base/socket_util.h"
 
 namespace tidegate {
 

@@ -18,8 +18,7 @@ const std::vector<AlgorithmRow>& algorithm_table() {
       {OpKind::kAllreduce, "rabenseifner", kOwn, make_allreduce_rabenseifner,
        allreduce_rabenseifner_cost_us},
       {OpKind::kAllreduce, "native", kNative, make_allreduce_native, allreduce_native_cost_us},
-      {OpKind::kReduceScatter, "ring", kOwn, make_reduce_scatter_ring,
-       reduce_scatter_ring_cost_us},
+      {OpKind::kReduceScatter, "ring", kOwn, make_reduce_scatter_ring, reduce_scatter_ring_cost_us},
       {OpKind::kReduceScatter, "native", kNative, make_reduce_scatter_native,
        reduce_scatter_native_cost_us},
       {OpKind::kAllgather, "ring", kOwn, make_allgather_ring, allgather_ring_cost_us},
@@ -64,7 +63,8 @@ std::vector<const char*> algorithm_names(OpKind kind) {
 
 std::string algorithm_names_text(OpKind kind) {
   std::string text;
-  for (const char* name : algorithm_names(kind)) text += (text.empty() ? "" : ", ") + std::string(name);
+  for (const char* name : algorithm_names(kind))
+    text += (text.empty() ? "" : ", ") + std::string(name);
   return text;
 }
 
@@ -83,8 +83,8 @@ Status make_algorithm_task(const TaskContext& context, const CollectiveArgs& arg
                            const AlgorithmRow& row, std::unique_ptr<CollectiveTask>* task) {
   TG_CHECK_ARG(context.transport != nullptr && context.config != nullptr,
                "collective task needs a transport and a config");
-  const bool host = args.input.memory == TIDEGATE_MEMORY_HOST &&
-                    args.output.memory == TIDEGATE_MEMORY_HOST;
+  const bool host =
+      args.input.memory == TIDEGATE_MEMORY_HOST && args.output.memory == TIDEGATE_MEMORY_HOST;
   if (!host && row.host_only()) {
     return unsupported(std::string(op_kind_name(args.kind)) + ": the " + row.name +
                        " algorithm runs on host memory only; CUDA tensors need a transport with "

@@ -35,8 +35,8 @@ using CostFormula = double (*)(const CostTerms& terms, double bytes, int64_t ran
 
 struct AlgorithmRow {
   OpKind collective = OpKind::kAllreduce;
-  const char* name = "";      // as in TIDEGATE_ALGO, TIDEGATE_TUNE and bench output
-  uint32_t flags = 0;         // AlgorithmFlag bits
+  const char* name = "";  // as in TIDEGATE_ALGO, TIDEGATE_TUNE and bench output
+  uint32_t flags = 0;     // AlgorithmFlag bits
   AlgorithmFactory make = nullptr;
   CostFormula cost = nullptr;
 

@@ -7,67 +7,65 @@
 
 #include <memory>
 
+#include "base/status.h"
 #include "collectives/collective_args.h"
 #include "collectives/cost_terms.h"
 #include "collectives/task.h"
-#include "base/status.h"
 
 namespace tidegate {
 
 using AlgorithmFactory = Status (*)(const TaskContext& context, const CollectiveArgs& args,
                                     std::unique_ptr<CollectiveTask>* task);
 
-
 // allreduce/
 Status make_allreduce_ring(const TaskContext& context, const CollectiveArgs& args,
-                          std::unique_ptr<CollectiveTask>* task);
+                           std::unique_ptr<CollectiveTask>* task);
 double allreduce_ring_cost_us(const CostTerms& terms, double bytes, int64_t ranks);
 Status make_allreduce_recursive_doubling(const TaskContext& context, const CollectiveArgs& args,
-                                        std::unique_ptr<CollectiveTask>* task);
+                                         std::unique_ptr<CollectiveTask>* task);
 double allreduce_recursive_doubling_cost_us(const CostTerms& terms, double bytes, int64_t ranks);
 Status make_allreduce_rabenseifner(const TaskContext& context, const CollectiveArgs& args,
-                                  std::unique_ptr<CollectiveTask>* task);
+                                   std::unique_ptr<CollectiveTask>* task);
 double allreduce_rabenseifner_cost_us(const CostTerms& terms, double bytes, int64_t ranks);
 // The transport's own collective (Transport::post_native); UNSUPPORTED, naming the transport,
 // dtype and op, where the transport does not offer it. Shared task: native_task.h.
 Status make_allreduce_native(const TaskContext& context, const CollectiveArgs& args,
-                            std::unique_ptr<CollectiveTask>* task);
+                             std::unique_ptr<CollectiveTask>* task);
 double allreduce_native_cost_us(const CostTerms& terms, double bytes, int64_t ranks);
 // reduce_scatter/
 Status make_reduce_scatter_ring(const TaskContext& context, const CollectiveArgs& args,
-                               std::unique_ptr<CollectiveTask>* task);
+                                std::unique_ptr<CollectiveTask>* task);
 double reduce_scatter_ring_cost_us(const CostTerms& terms, double bytes, int64_t ranks);
 Status make_reduce_scatter_native(const TaskContext& context, const CollectiveArgs& args,
-                                 std::unique_ptr<CollectiveTask>* task);
+                                  std::unique_ptr<CollectiveTask>* task);
 double reduce_scatter_native_cost_us(const CostTerms& terms, double bytes, int64_t ranks);
 // allgather/
 Status make_allgather_ring(const TaskContext& context, const CollectiveArgs& args,
-                          std::unique_ptr<CollectiveTask>* task);
+                           std::unique_ptr<CollectiveTask>* task);
 double allgather_ring_cost_us(const CostTerms& terms, double bytes, int64_t ranks);
 Status make_allgather_native(const TaskContext& context, const CollectiveArgs& args,
-                            std::unique_ptr<CollectiveTask>* task);
+                             std::unique_ptr<CollectiveTask>* task);
 double allgather_native_cost_us(const CostTerms& terms, double bytes, int64_t ranks);
 Status make_allgatherv_ring(const TaskContext& context, const CollectiveArgs& args,
-                           std::unique_ptr<CollectiveTask>* task);
+                            std::unique_ptr<CollectiveTask>* task);
 double allgatherv_ring_cost_us(const CostTerms& terms, double bytes, int64_t ranks);
 // broadcast/
 Status make_broadcast_binomial(const TaskContext& context, const CollectiveArgs& args,
-                              std::unique_ptr<CollectiveTask>* task);
+                               std::unique_ptr<CollectiveTask>* task);
 double broadcast_binomial_cost_us(const CostTerms& terms, double bytes, int64_t ranks);
 // barrier/
 Status make_barrier_dissemination(const TaskContext& context, const CollectiveArgs& args,
-                                 std::unique_ptr<CollectiveTask>* task);
+                                  std::unique_ptr<CollectiveTask>* task);
 double barrier_dissemination_cost_us(const CostTerms& terms, double bytes, int64_t ranks);
 // barrier/dissemination.cc: the op's header checked on every rank (header-only rounds), run
 // before ops whose own messages would not meet a differing rank's.
 Status make_identity_check(const TaskContext& context, const CollectiveArgs& args,
-                          std::unique_ptr<CollectiveTask>* task);
+                           std::unique_ptr<CollectiveTask>* task);
 double identity_check_cost_us(const CostTerms& terms, double bytes, int64_t ranks);
 // alltoallv/
 Status make_alltoallv_pairwise(const TaskContext& context, const CollectiveArgs& args,
-                              std::unique_ptr<CollectiveTask>* task);
+                               std::unique_ptr<CollectiveTask>* task);
 double alltoallv_pairwise_cost_us(const CostTerms& terms, double bytes, int64_t ranks);
-
 
 // Checks shared by the reducing collectives: valid dtype and op, equal input/output dtype.
 Status validate_reduction_args(const CollectiveArgs& args);

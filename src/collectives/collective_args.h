@@ -16,9 +16,9 @@ struct CollectiveArgs {
   TensorView input;     // allreduce, reduce_scatter, allgather(v), alltoallv
   TensorView output;    // ditto; for broadcast the (in-place) tensor
   tidegate_reduce_op_t reduce_op = TIDEGATE_SUM;
-  int root = 0;                       // broadcast
-  std::vector<int64_t> counts;        // allgatherv: per-rank counts
-  std::vector<int64_t> send_counts;   // alltoallv
+  int root = 0;                      // broadcast
+  std::vector<int64_t> counts;       // allgatherv: per-rank counts
+  std::vector<int64_t> send_counts;  // alltoallv
   std::vector<int64_t> send_offsets;
   std::vector<int64_t> recv_counts;
   std::vector<int64_t> recv_offsets;

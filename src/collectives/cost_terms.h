@@ -10,9 +10,9 @@
 namespace tidegate {
 
 struct CostTerms {
-  double alpha = 0;  // per message
-  double beta = 0;   // per byte on the wire (1 / bandwidth with every link busy)
-  double gamma = -1; // per byte reduced locally; < 0 when the reduce throughput is unknown
+  double alpha = 0;   // per message
+  double beta = 0;    // per byte on the wire (1 / bandwidth with every link busy)
+  double gamma = -1;  // per byte reduced locally; < 0 when the reduce throughput is unknown
   // A transport's native collective, where measured: its latency and per-byte time (both 0
   // when unmeasured), and the largest size it was measured at (0 = unknown).
   double native_alpha = 0;

@@ -15,9 +15,7 @@ class NativeTask : public CollectiveTask {
              const NativeCollectiveArgs& native, std::function<void()> after)
       : context_(context), header_(header), native_(native), after_(std::move(after)) {}
 
-  Status start() override {
-    return context_.transport->post_native(header_, native_, &handle_);
-  }
+  Status start() override { return context_.transport->post_native(header_, native_, &handle_); }
 
   Status advance(bool* done) override {
     *done = false;

@@ -6,9 +6,9 @@
 #include <functional>
 #include <memory>
 
+#include "base/transport.h"
 #include "collectives/algorithms.h"
 #include "collectives/task.h"
-#include "base/transport.h"
 
 namespace tidegate {
 

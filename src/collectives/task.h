@@ -8,10 +8,10 @@
 #include <memory>
 #include <string>
 
-#include "collectives/collective_args.h"
 #include "base/config.h"
 #include "base/status.h"
 #include "base/transport.h"
+#include "collectives/collective_args.h"
 
 namespace tidegate {
 

@@ -14,11 +14,11 @@
 #include <memory>
 #include <vector>
 
-#include "collectives/collective_args.h"
-#include "collectives/task.h"
 #include "base/status.h"
 #include "base/transport.h"
 #include "base/wire_header.h"
+#include "collectives/collective_args.h"
+#include "collectives/task.h"
 
 namespace tidegate {
 

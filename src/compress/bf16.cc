@@ -5,16 +5,17 @@
 #include <memory>
 #include <string>
 
-#include "numeric/half.h"
 #include "compress/codec_spec.h"
 #include "compress/half_codec.h"
 #include "compress/simd.h"
+#include "numeric/half.h"
 
 namespace tidegate {
 
 namespace {
 
-TG_VECTOR_CLONES bool floats_to_bf16(const float* TG_RESTRICT x, int64_t n, uint16_t* TG_RESTRICT out) {
+TG_VECTOR_CLONES bool floats_to_bf16(const float* TG_RESTRICT x, int64_t n,
+                                     uint16_t* TG_RESTRICT out) {
   uint32_t bad = 0;
   for (int64_t i = 0; i < n; ++i) {
     const uint16_t b = float_to_bf16(x[i]);
@@ -24,7 +25,8 @@ TG_VECTOR_CLONES bool floats_to_bf16(const float* TG_RESTRICT x, int64_t n, uint
   return bad == 0;
 }
 
-TG_VECTOR_CLONES void bf16_to_floats(const uint16_t* TG_RESTRICT in, int64_t n, float* TG_RESTRICT out, bool add) {
+TG_VECTOR_CLONES void bf16_to_floats(const uint16_t* TG_RESTRICT in, int64_t n,
+                                     float* TG_RESTRICT out, bool add) {
   if (add) {
     for (int64_t i = 0; i < n; ++i) out[i] += bf16_to_float(in[i]);
   } else {
@@ -38,7 +40,9 @@ class Bf16Codec final : public HalfCodec {
   std::string spec() const override { return "bf16"; }
 
  protected:
-  bool to_half(const float* x, int64_t n, uint16_t* out) const override { return floats_to_bf16(x, n, out); }
+  bool to_half(const float* x, int64_t n, uint16_t* out) const override {
+    return floats_to_bf16(x, n, out);
+  }
   void from_half(const uint16_t* in, int64_t n, float* out, bool add) const override {
     bf16_to_floats(in, n, out, add);
   }

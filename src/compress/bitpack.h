@@ -27,7 +27,9 @@
 
 namespace tidegate {
 
-inline uint64_t low_bits_mask(unsigned bits) { return bits >= 64 ? ~uint64_t{0} : (uint64_t{1} << bits) - 1; }
+inline uint64_t low_bits_mask(unsigned bits) {
+  return bits >= 64 ? ~uint64_t{0} : (uint64_t{1} << bits) - 1;
+}
 
 // Streams values of 1..64 bits into out (which must hold packed_bytes of everything written).
 class BitWriter {
@@ -145,7 +147,8 @@ inline uint64_t spread8(uint64_t group) {
 // Widths that divide 8: one output byte per 8 / BITS codes, written as byte loops that GCC
 // vectorises (the SWAR forms above do not, for lack of 64-bit vector multiplies and shifts).
 template <unsigned BITS>
-TG_INLINE void pack_codes_bytewise(const uint8_t* TG_RESTRICT codes, int64_t n, uint8_t* TG_RESTRICT out) {
+TG_INLINE void pack_codes_bytewise(const uint8_t* TG_RESTRICT codes, int64_t n,
+                                   uint8_t* TG_RESTRICT out) {
   constexpr int kPer = 8 / BITS;
   constexpr unsigned kMask = (1u << BITS) - 1;
   const int64_t whole = n / kPer;
@@ -156,18 +159,21 @@ TG_INLINE void pack_codes_bytewise(const uint8_t* TG_RESTRICT codes, int64_t n, 
   }
   if (whole * kPer < n) {
     unsigned byte = 0;
-    for (int64_t i = whole * kPer; i < n; ++i) byte |= (codes[i] & kMask) << (BITS * (i - whole * kPer));
+    for (int64_t i = whole * kPer; i < n; ++i)
+      byte |= (codes[i] & kMask) << (BITS * (i - whole * kPer));
     out[whole] = static_cast<uint8_t>(byte);
   }
 }
 
 template <unsigned BITS>
-TG_INLINE void unpack_codes_bytewise(const uint8_t* TG_RESTRICT in, int64_t n, uint8_t* TG_RESTRICT codes) {
+TG_INLINE void unpack_codes_bytewise(const uint8_t* TG_RESTRICT in, int64_t n,
+                                     uint8_t* TG_RESTRICT codes) {
   constexpr int kPer = 8 / BITS;
   constexpr unsigned kMask = (1u << BITS) - 1;
   const int64_t whole = n / kPer;
   for (int64_t g = 0; g < whole; ++g) {
-    for (int j = 0; j < kPer; ++j) codes[kPer * g + j] = static_cast<uint8_t>((in[g] >> (BITS * j)) & kMask);
+    for (int j = 0; j < kPer; ++j)
+      codes[kPer * g + j] = static_cast<uint8_t>((in[g] >> (BITS * j)) & kMask);
   }
   for (int64_t i = whole * kPer; i < n; ++i) {
     codes[i] = static_cast<uint8_t>((in[whole] >> (BITS * (i - whole * kPer))) & kMask);
@@ -230,14 +236,30 @@ TG_INLINE void unpack_codes_fixed(const uint8_t* in, int64_t n, uint8_t* codes) 
 TG_INLINE void pack_codes(const uint8_t* codes, int64_t n, unsigned bits, uint8_t* out) {
   using namespace bitpack_detail;
   switch (bits) {
-    case 1: pack_codes_fixed<1>(codes, n, out); break;
-    case 2: pack_codes_fixed<2>(codes, n, out); break;
-    case 3: pack_codes_fixed<3>(codes, n, out); break;
-    case 4: pack_codes_fixed<4>(codes, n, out); break;
-    case 5: pack_codes_fixed<5>(codes, n, out); break;
-    case 6: pack_codes_fixed<6>(codes, n, out); break;
-    case 7: pack_codes_fixed<7>(codes, n, out); break;
-    default: pack_codes_fixed<8>(codes, n, out); break;
+    case 1:
+      pack_codes_fixed<1>(codes, n, out);
+      break;
+    case 2:
+      pack_codes_fixed<2>(codes, n, out);
+      break;
+    case 3:
+      pack_codes_fixed<3>(codes, n, out);
+      break;
+    case 4:
+      pack_codes_fixed<4>(codes, n, out);
+      break;
+    case 5:
+      pack_codes_fixed<5>(codes, n, out);
+      break;
+    case 6:
+      pack_codes_fixed<6>(codes, n, out);
+      break;
+    case 7:
+      pack_codes_fixed<7>(codes, n, out);
+      break;
+    default:
+      pack_codes_fixed<8>(codes, n, out);
+      break;
   }
 }
 
@@ -245,14 +267,30 @@ TG_INLINE void pack_codes(const uint8_t* codes, int64_t n, unsigned bits, uint8_
 TG_INLINE void unpack_codes(const uint8_t* in, int64_t n, unsigned bits, uint8_t* codes) {
   using namespace bitpack_detail;
   switch (bits) {
-    case 1: unpack_codes_fixed<1>(in, n, codes); break;
-    case 2: unpack_codes_fixed<2>(in, n, codes); break;
-    case 3: unpack_codes_fixed<3>(in, n, codes); break;
-    case 4: unpack_codes_fixed<4>(in, n, codes); break;
-    case 5: unpack_codes_fixed<5>(in, n, codes); break;
-    case 6: unpack_codes_fixed<6>(in, n, codes); break;
-    case 7: unpack_codes_fixed<7>(in, n, codes); break;
-    default: unpack_codes_fixed<8>(in, n, codes); break;
+    case 1:
+      unpack_codes_fixed<1>(in, n, codes);
+      break;
+    case 2:
+      unpack_codes_fixed<2>(in, n, codes);
+      break;
+    case 3:
+      unpack_codes_fixed<3>(in, n, codes);
+      break;
+    case 4:
+      unpack_codes_fixed<4>(in, n, codes);
+      break;
+    case 5:
+      unpack_codes_fixed<5>(in, n, codes);
+      break;
+    case 6:
+      unpack_codes_fixed<6>(in, n, codes);
+      break;
+    case 7:
+      unpack_codes_fixed<7>(in, n, codes);
+      break;
+    default:
+      unpack_codes_fixed<8>(in, n, codes);
+      break;
   }
 }
 

@@ -33,7 +33,9 @@ BucketedCodec::Layout BucketedCodec::layout(int64_t count) const {
   return l;
 }
 
-size_t BucketedCodec::max_payload_bytes(const TensorView& like) const { return layout(like.count).total; }
+size_t BucketedCodec::max_payload_bytes(const TensorView& like) const {
+  return layout(like.count).total;
+}
 
 bool BucketedCodec::scales_valid(const float* scales) const {
   for (unsigned s = 0; s < format_.scales; ++s) {
@@ -42,8 +44,8 @@ bool BucketedCodec::scales_valid(const float* scales) const {
   return true;
 }
 
-Status BucketedCodec::encode_range(const TensorView& input, uint64_t seed, int64_t begin, int64_t end,
-                                   uint8_t* scales, uint8_t* codes) const {
+Status BucketedCodec::encode_range(const TensorView& input, uint64_t seed, int64_t begin,
+                                   int64_t end, uint8_t* scales, uint8_t* codes) const {
   const int64_t bucket = format_.bucket;
   const size_t scale_bytes = format_.scales * sizeof(float);
   std::vector<float> scratch;
@@ -55,23 +57,26 @@ Status BucketedCodec::encode_range(const TensorView& input, uint64_t seed, int64
     const int64_t first = b * bucket;
     const int64_t n = std::min(step * bucket, input.count - first);
     const float* x = floats_at(input, first, n, scratch.data());
-    const int64_t done = encode_buckets(x, n, static_cast<uint64_t>(first), seed, scales + static_cast<size_t>(b) * scale_bytes,
+    const int64_t done = encode_buckets(x, n, static_cast<uint64_t>(first), seed,
+                                        scales + static_cast<size_t>(b) * scale_bytes,
                                         codes + static_cast<size_t>(first / 8) * format_.bits);
     if (done * bucket >= n) continue;
     // Bucket b + done failed: a non-finite element, or finite values whose scale overflows.
     const int64_t bad_first = first + done * bucket;
     const int64_t bad_n = std::min(bucket, input.count - bad_first);
     const int64_t bad = first_nonfinite(x + done * bucket, bad_n);
-    if (bad >= 0) return nonfinite_input(id(), bad_first + bad, element_value(input, bad_first + bad));
-    return invalid_argument(std::string(codec_name(id())) + " codec: the scale of the bucket of elements [" +
-                            std::to_string(bad_first) + ", " + std::to_string(bad_first + bad_n) +
-                            ") overflows float32 (values too large to quantise; the residual was left unchanged)");
+    if (bad >= 0)
+      return nonfinite_input(id(), bad_first + bad, element_value(input, bad_first + bad));
+    return invalid_argument(
+        std::string(codec_name(id())) + " codec: the scale of the bucket of elements [" +
+        std::to_string(bad_first) + ", " + std::to_string(bad_first + bad_n) +
+        ") overflows float32 (values too large to quantise; the residual was left unchanged)");
   }
   return Status::ok();
 }
 
-Status BucketedCodec::encode(const TensorView& input, const EncodeContext& context, uint8_t* out, size_t capacity,
-                             size_t* written) const {
+Status BucketedCodec::encode(const TensorView& input, const EncodeContext& context, uint8_t* out,
+                             size_t capacity, size_t* written) const {
   TG_RETURN_IF_ERROR(check_codec_tensor(id(), input, "input"));
   const Layout l = layout(input.count);
   TG_CHECK_ARG(capacity >= l.total, std::string(codec_name(id())) + " codec: output capacity " +
@@ -86,11 +91,11 @@ Status BucketedCodec::encode(const TensorView& input, const EncodeContext& conte
   uint8_t* scales = writer.claim(l.scale_bytes);
   uint8_t* codes = writer.claim(l.code_bytes);
   TG_RETURN_IF_ERROR(writer.status());
-  TG_RETURN_IF_ERROR(parallel_ranges(context.threads, l.buckets,
-                                     std::max<int64_t>(1, kMinElementsPerThread / format_.bucket),
-                                     [&](int64_t begin, int64_t end) {
-                                       return encode_range(input, context.seed, begin, end, scales, codes);
-                                     }));
+  TG_RETURN_IF_ERROR(parallel_ranges(
+      context.threads, l.buckets, std::max<int64_t>(1, kMinElementsPerThread / format_.bucket),
+      [&](int64_t begin, int64_t end) {
+        return encode_range(input, context.seed, begin, end, scales, codes);
+      }));
   *written = writer.size();
   return Status::ok();
 }
@@ -99,11 +104,13 @@ Status BucketedCodec::decode(const uint8_t* payload, size_t bytes, const TensorV
   return decode_into(payload, bytes, output, false);
 }
 
-Status BucketedCodec::decode_add(const uint8_t* payload, size_t bytes, const TensorView& output) const {
+Status BucketedCodec::decode_add(const uint8_t* payload, size_t bytes,
+                                 const TensorView& output) const {
   return decode_into(payload, bytes, output, true);
 }
 
-Status BucketedCodec::decode_into(const uint8_t* payload, size_t bytes, const TensorView& output, bool add) const {
+Status BucketedCodec::decode_into(const uint8_t* payload, size_t bytes, const TensorView& output,
+                                  bool add) const {
   TG_RETURN_IF_ERROR(check_codec_tensor(id(), output, "output"));
   PayloadReader reader(payload, bytes);
   PayloadHeader header;
@@ -117,9 +124,10 @@ Status BucketedCodec::decode_into(const uint8_t* payload, size_t bytes, const Te
   TG_RETURN_IF_ERROR(reader.get(&bucket));
   if (bits != format_.bits || variant != format_.variant || scale_count != format_.scales ||
       bucket != static_cast<uint64_t>(format_.bucket)) {
-    return protocol_error(std::string(codec_name(id())) + " payload has bits=" + std::to_string(bits) +
-                          " bucket=" + std::to_string(bucket) + " variant=" + std::to_string(variant) +
-                          ", but the decoder is " + spec() + ": every rank must use the same codec spec");
+    return protocol_error(
+        std::string(codec_name(id())) + " payload has bits=" + std::to_string(bits) +
+        " bucket=" + std::to_string(bucket) + " variant=" + std::to_string(variant) +
+        ", but the decoder is " + spec() + ": every rank must use the same codec spec");
   }
   const Layout l = layout(output.count);
   if (reader.remaining() != l.scale_bytes + l.code_bytes) {
@@ -134,10 +142,11 @@ Status BucketedCodec::decode_into(const uint8_t* payload, size_t bytes, const Te
   // Validate every scale before writing: decode_add must not leave a half-added tensor.
   float s[4];
   for (int64_t b = 0; b < l.buckets; ++b) {
-    std::memcpy(s, scales + static_cast<size_t>(b) * format_.scales * sizeof(float), format_.scales * sizeof(float));
+    std::memcpy(s, scales + static_cast<size_t>(b) * format_.scales * sizeof(float),
+                format_.scales * sizeof(float));
     if (!scales_valid(s)) {
-      return protocol_error(std::string(codec_name(id())) + " payload has invalid scales in bucket " +
-                            std::to_string(b));
+      return protocol_error(std::string(codec_name(id())) +
+                            " payload has invalid scales in bucket " + std::to_string(b));
     }
   }
   if (output.dtype == TIDEGATE_FLOAT32) {

@@ -25,18 +25,18 @@ class BucketedCodec : public Codec {
  public:
   struct Format {
     CodecId id = CodecId::kNone;
-    unsigned bits = 8;       // code width, 1..8
-    int64_t bucket = 512;    // elements per bucket, a multiple of 8
-    unsigned scales = 1;     // float32 scales per bucket
-    uint8_t variant = 0;     // a codec-specific setting recorded in the payload (maxmin rounding)
+    unsigned bits = 8;     // code width, 1..8
+    int64_t bucket = 512;  // elements per bucket, a multiple of 8
+    unsigned scales = 1;   // float32 scales per bucket
+    uint8_t variant = 0;   // a codec-specific setting recorded in the payload (maxmin rounding)
   };
   // Largest bucket: keeps per-thread scratch bounded and fits the u32 field.
   static constexpr int64_t kMaxBucket = int64_t{1} << 24;
 
   CodecId id() const override { return format_.id; }
   size_t max_payload_bytes(const TensorView& like) const override;
-  Status encode(const TensorView& input, const EncodeContext& context, uint8_t* out, size_t capacity,
-                size_t* written) const override;
+  Status encode(const TensorView& input, const EncodeContext& context, uint8_t* out,
+                size_t capacity, size_t* written) const override;
   Status decode(const uint8_t* payload, size_t bytes, const TensorView& output) const override;
   Status decode_add(const uint8_t* payload, size_t bytes, const TensorView& output) const override;
 
@@ -51,8 +51,8 @@ class BucketedCodec : public Codec {
   // of buckets done: all of them, or the index of the first bucket holding a non-finite value
   // or whose scale overflows float32 (encode() then finds the element and reports it). The
   // loop over buckets lives in the codec's vectorised kernel, so one call covers many buckets.
-  virtual int64_t encode_buckets(const float* x, int64_t n, uint64_t first, uint64_t seed, uint8_t* scales,
-                                 uint8_t* packed) const = 0;
+  virtual int64_t encode_buckets(const float* x, int64_t n, uint64_t first, uint64_t seed,
+                                 uint8_t* scales, uint8_t* packed) const = 0;
   // Decodes the buckets covering out[0, n): out[i] = value of code i (add: out[i] += value),
   // with scales and codes laid out as above, scales already checked by scales_valid().
   virtual void decode_buckets(const uint8_t* scales, const uint8_t* packed, int64_t n, float* out,
@@ -63,9 +63,10 @@ class BucketedCodec : public Codec {
  private:
   struct Layout;
   Layout layout(int64_t count) const;
-  Status encode_range(const TensorView& input, uint64_t seed, int64_t begin, int64_t end, uint8_t* scales,
-                      uint8_t* codes) const;
-  Status decode_into(const uint8_t* payload, size_t bytes, const TensorView& output, bool add) const;
+  Status encode_range(const TensorView& input, uint64_t seed, int64_t begin, int64_t end,
+                      uint8_t* scales, uint8_t* codes) const;
+  Status decode_into(const uint8_t* payload, size_t bytes, const TensorView& output,
+                     bool add) const;
 
   Format format_;
 };

@@ -6,19 +6,32 @@ namespace tidegate {
 
 const char* codec_name(CodecId id) {
   switch (id) {
-    case CodecId::kNone: return "none";
-    case CodecId::kFp16: return "fp16";
-    case CodecId::kBf16: return "bf16";
-    case CodecId::kTopK: return "topk";
-    case CodecId::kRandomK: return "randomk";
-    case CodecId::kThreshold: return "threshold";
-    case CodecId::kQsgd: return "qsgd";
-    case CodecId::kMaxMin: return "maxmin";
-    case CodecId::kTernGrad: return "terngrad";
-    case CodecId::kSignSgd: return "signsgd";
-    case CodecId::kEfSign: return "efsign";
-    case CodecId::kOneBit: return "onebit";
-    case CodecId::kPowerSgd: return "powersgd";
+    case CodecId::kNone:
+      return "none";
+    case CodecId::kFp16:
+      return "fp16";
+    case CodecId::kBf16:
+      return "bf16";
+    case CodecId::kTopK:
+      return "topk";
+    case CodecId::kRandomK:
+      return "randomk";
+    case CodecId::kThreshold:
+      return "threshold";
+    case CodecId::kQsgd:
+      return "qsgd";
+    case CodecId::kMaxMin:
+      return "maxmin";
+    case CodecId::kTernGrad:
+      return "terngrad";
+    case CodecId::kSignSgd:
+      return "signsgd";
+    case CodecId::kEfSign:
+      return "efsign";
+    case CodecId::kOneBit:
+      return "onebit";
+    case CodecId::kPowerSgd:
+      return "powersgd";
   }
   return "unknown-codec";
 }
@@ -30,9 +43,10 @@ uint32_t Codec::config_hash() const {
   return hash;
 }
 
-Status Codec::sum_payloads(const uint8_t*, size_t, const uint8_t*, size_t, const TensorView&, uint8_t*, size_t,
-                           size_t*) const {
-  return unsupported(std::string("codec ") + codec_name(id()) + " payloads cannot be summed without decoding");
+Status Codec::sum_payloads(const uint8_t*, size_t, const uint8_t*, size_t, const TensorView&,
+                           uint8_t*, size_t, size_t*) const {
+  return unsupported(std::string("codec ") + codec_name(id()) +
+                     " payloads cannot be summed without decoding");
 }
 
 size_t Codec::max_summed_payload_bytes(const TensorView& like, int64_t parties) const {
@@ -63,7 +77,8 @@ Status make_codec(const std::string& spec, std::unique_ptr<Codec>* codec) {
   }
   std::string known;
   for (size_t i = 0; i < entries; ++i) known += (i > 0 ? ", " : "") + std::string(table[i].name);
-  return config_error("codec spec \"" + spec + "\": unknown codec \"" + name + "\"; known codecs: " + known);
+  return config_error("codec spec \"" + spec + "\": unknown codec \"" + name +
+                      "\"; known codecs: " + known);
 }
 
 }  // namespace tidegate

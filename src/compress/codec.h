@@ -85,7 +85,8 @@ class Codec {
   // untrusted: a truncated or malformed payload, a wrong version, an out-of-range index or a
   // count that does not match output is a PROTOCOL error, never an out-of-bounds access.
   virtual Status decode(const uint8_t* payload, size_t bytes, const TensorView& output) const = 0;
-  virtual Status decode_add(const uint8_t* payload, size_t bytes, const TensorView& output) const = 0;
+  virtual Status decode_add(const uint8_t* payload, size_t bytes,
+                            const TensorView& output) const = 0;
 
   // True when two payloads of this codec (same tensor, same op) can be combined into one
   // payload of the sum without decoding (signSGD vote counts, shared-scale quantisation).
@@ -103,7 +104,8 @@ class Codec {
   // UNSUPPORTED when !payloads_summable(), PROTOCOL for malformed inputs, INVALID_ARGUMENT
   // when capacity is below max_summed_payload_bytes(like, parties of a + parties of b).
   virtual Status sum_payloads(const uint8_t* a, size_t a_bytes, const uint8_t* b, size_t b_bytes,
-                              const TensorView& like, uint8_t* out, size_t capacity, size_t* written) const;
+                              const TensorView& like, uint8_t* out, size_t capacity,
+                              size_t* written) const;
   // Exact upper bound of the size of a sum of `parties` encoded payloads (parties >= 1);
   // max_payload_bytes(like) for parties == 1, 0 when !payloads_summable().
   virtual size_t max_summed_payload_bytes(const TensorView& like, int64_t parties) const;

@@ -18,8 +18,8 @@
 #include <utility>
 #include <vector>
 
-#include "compress/codec.h"
 #include "base/status.h"
+#include "compress/codec.h"
 
 namespace tidegate {
 
@@ -33,11 +33,11 @@ class CodecParams {
   // remembers the key as known. Errors are CONFIG, naming the spec, the key, the value given
   // and the values accepted.
   Status get_int(const char* key, int64_t default_value, int64_t min, int64_t max, int64_t* out);
-  Status get_int_choice(const char* key, int64_t default_value, std::initializer_list<int64_t> accepted,
-                        int64_t* out);
+  Status get_int_choice(const char* key, int64_t default_value,
+                        std::initializer_list<int64_t> accepted, int64_t* out);
   Status get_double(const char* key, double default_value, double min, double max, double* out);
-  Status get_choice(const char* key, const char* default_value, std::initializer_list<const char*> accepted,
-                    std::string* out);
+  Status get_choice(const char* key, const char* default_value,
+                    std::initializer_list<const char*> accepted, std::string* out);
   // true/false, 1/0, yes/no, on/off.
   Status get_bool(const char* key, bool default_value, bool* out);
 

@@ -3,7 +3,8 @@
 
 namespace tidegate {
 
-#define TIDEGATE_CODEC(name, factory) Status factory(CodecParams& params, std::unique_ptr<Codec>* codec);
+#define TIDEGATE_CODEC(name, factory) \
+  Status factory(CodecParams& params, std::unique_ptr<Codec>* codec);
 #include "compress/codec_list.inc"
 #undef TIDEGATE_CODEC
 

@@ -14,7 +14,6 @@
 #include <string>
 #include <vector>
 
-#include "numeric/half.h"
 #include "compress/bitpack.h"
 #include "compress/codec_spec.h"
 #include "compress/float_io.h"
@@ -22,6 +21,7 @@
 #include "compress/parallel.h"
 #include "compress/payload.h"
 #include "compress/sign_bits.h"
+#include "numeric/half.h"
 
 namespace tidegate {
 
@@ -32,7 +32,8 @@ constexpr size_t kParamBytes = 8;
 
 // Sign bits of x[0, n) and the block's sum of |x|; false when some element is not finite.
 // Cloned so lane_sum_abs (inlined here) gets the wide instruction sets too.
-TG_VECTOR_CLONES bool efsign_block(const float* TG_RESTRICT x, int64_t n, uint8_t* packed, double* abs_sum) {
+TG_VECTOR_CLONES bool efsign_block(const float* TG_RESTRICT x, int64_t n, uint8_t* packed,
+                                   double* abs_sum) {
   const bool finite = pack_signs(x, n, packed);
   *abs_sum = lane_sum_abs(x, n);
   return finite;
@@ -48,8 +49,8 @@ class EfSignCodec final : public Codec {
   size_t max_payload_bytes(const TensorView& like) const override {
     return kPayloadHeaderBytes + kParamBytes + packed_bytes(static_cast<uint64_t>(like.count), 1);
   }
-  Status encode(const TensorView& input, const EncodeContext& context, uint8_t* out, size_t capacity,
-                size_t* written) const override;
+  Status encode(const TensorView& input, const EncodeContext& context, uint8_t* out,
+                size_t capacity, size_t* written) const override;
   Status decode(const uint8_t* payload, size_t bytes, const TensorView& output) const override {
     return decode_into(payload, bytes, output, false);
   }
@@ -58,11 +59,12 @@ class EfSignCodec final : public Codec {
   }
 
  private:
-  Status decode_into(const uint8_t* payload, size_t bytes, const TensorView& output, bool add) const;
+  Status decode_into(const uint8_t* payload, size_t bytes, const TensorView& output,
+                     bool add) const;
 };
 
-Status EfSignCodec::encode(const TensorView& input, const EncodeContext& context, uint8_t* out, size_t capacity,
-                           size_t* written) const {
+Status EfSignCodec::encode(const TensorView& input, const EncodeContext& context, uint8_t* out,
+                           size_t capacity, size_t* written) const {
   TG_RETURN_IF_ERROR(check_codec_tensor(id(), input, "input"));
   const size_t total = max_payload_bytes(input);
   TG_CHECK_ARG(capacity >= total, "efsign codec: output capacity " + std::to_string(capacity) +
@@ -89,14 +91,16 @@ Status EfSignCodec::encode(const TensorView& input, const EncodeContext& context
   }));
   double sum = 0;
   for (double s : block_sums) sum += s;
-  const float scale = input.count > 0 ? static_cast<float>(sum / static_cast<double>(input.count)) : 0.0f;
+  const float scale =
+      input.count > 0 ? static_cast<float>(sum / static_cast<double>(input.count)) : 0.0f;
   std::memcpy(scale_at, &scale, sizeof scale);
   std::memset(scale_at + sizeof scale, 0, kParamBytes - sizeof scale);
   *written = writer.size();
   return Status::ok();
 }
 
-Status EfSignCodec::decode_into(const uint8_t* payload, size_t bytes, const TensorView& output, bool add) const {
+Status EfSignCodec::decode_into(const uint8_t* payload, size_t bytes, const TensorView& output,
+                                bool add) const {
   TG_RETURN_IF_ERROR(check_codec_tensor(id(), output, "output"));
   PayloadReader reader(payload, bytes);
   PayloadHeader header;
@@ -105,11 +109,13 @@ Status EfSignCodec::decode_into(const uint8_t* payload, size_t bytes, const Tens
   uint32_t reserved = 0;
   TG_RETURN_IF_ERROR(reader.get(&scale));
   TG_RETURN_IF_ERROR(reader.get(&reserved));
-  if (!std::isfinite(scale) || scale < 0) return protocol_error("efsign payload has an invalid scale");
+  if (!std::isfinite(scale) || scale < 0)
+    return protocol_error("efsign payload has an invalid scale");
   const size_t data = packed_bytes(static_cast<uint64_t>(output.count), 1);
   if (reader.remaining() != data) {
-    return protocol_error("efsign payload is " + std::to_string(bytes) + " bytes; " + std::to_string(output.count) +
-                          " elements need exactly " + std::to_string(max_payload_bytes(output)));
+    return protocol_error("efsign payload is " + std::to_string(bytes) + " bytes; " +
+                          std::to_string(output.count) + " elements need exactly " +
+                          std::to_string(max_payload_bytes(output)));
   }
   const uint8_t* packed = nullptr;
   TG_RETURN_IF_ERROR(reader.take(data, &packed));

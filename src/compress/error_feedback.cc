@@ -43,7 +43,9 @@ TensorView shaped_view(void* data, const TensorView& like, tidegate_dtype_t dtyp
   return v;
 }
 
-std::string key_text(uint64_t key) { return "error feedback for tensor key " + std::to_string(key); }
+std::string key_text(uint64_t key) {
+  return "error feedback for tensor key " + std::to_string(key);
+}
 
 template <typename Acc>
 constexpr tidegate_dtype_t acc_dtype() {
@@ -55,7 +57,8 @@ constexpr tidegate_dtype_t acc_dtype() {
 template <typename Acc>
 Status feedback_step(const Codec& codec, const TensorView& input, const std::vector<Acc>* residual,
                      const EncodeContext& context, uint8_t* out, size_t capacity, size_t* bytes,
-                     std::vector<Acc>& compensated, std::vector<Acc>& sent, std::vector<uint16_t>& narrow) {
+                     std::vector<Acc>& compensated, std::vector<Acc>& sent,
+                     std::vector<uint16_t>& narrow) {
   const size_t count = static_cast<size_t>(input.count);
   compensated.resize(count);
   sent.resize(count);
@@ -80,7 +83,8 @@ Status feedback_step(const Codec& codec, const TensorView& input, const std::vec
   }
   TG_RETURN_IF_ERROR(codec.encode(encoded, context, out, capacity, bytes));
   if (encoded.dtype == acc_dtype<Acc>()) {
-    TG_RETURN_IF_ERROR(codec.decode(out, *bytes, shaped_view(sent.data(), input, acc_dtype<Acc>())));
+    TG_RETURN_IF_ERROR(
+        codec.decode(out, *bytes, shaped_view(sent.data(), input, acc_dtype<Acc>())));
   } else if constexpr (std::is_same_v<Acc, float>) {
     TG_RETURN_IF_ERROR(codec.decode(out, *bytes, encoded));
     load_floats(encoded, 0, input.count, sent.data());
@@ -121,9 +125,9 @@ void ResidualStore::give_scratch(std::unique_ptr<Scratch> scratch) {
   free_scratch_.push_back(std::move(scratch));
 }
 
-Status ResidualStore::encode_with_feedback(const Codec& codec, uint64_t key, const TensorView& input,
-                                           const EncodeContext& context, uint8_t* out, size_t capacity,
-                                           size_t* written) {
+Status ResidualStore::encode_with_feedback(const Codec& codec, uint64_t key,
+                                           const TensorView& input, const EncodeContext& context,
+                                           uint8_t* out, size_t capacity, size_t* written) {
   TG_RETURN_IF_ERROR(check_codec_tensor(codec.id(), input, "input"));
   const bool wide = input.dtype == TIDEGATE_FLOAT64;
   Entry* entry = find(key);
@@ -136,10 +140,10 @@ Status ResidualStore::encode_with_feedback(const Codec& codec, uint64_t key, con
   std::unique_ptr<Scratch> s = take_scratch();
   size_t bytes = 0;
   Status status =
-      wide ? feedback_step<double>(codec, input, entry != nullptr ? &entry->d : nullptr, context, out, capacity,
-                                   &bytes, s->compensated_d, s->sent_d, s->narrow)
-           : feedback_step<float>(codec, input, entry != nullptr ? &entry->f : nullptr, context, out, capacity,
-                                  &bytes, s->compensated_f, s->sent_f, s->narrow);
+      wide ? feedback_step<double>(codec, input, entry != nullptr ? &entry->d : nullptr, context,
+                                   out, capacity, &bytes, s->compensated_d, s->sent_d, s->narrow)
+           : feedback_step<float>(codec, input, entry != nullptr ? &entry->f : nullptr, context,
+                                  out, capacity, &bytes, s->compensated_f, s->sent_f, s->narrow);
   if (status.is_ok()) {
     std::lock_guard<std::mutex> lock(mutex_);
     if (entry == nullptr) {
@@ -168,9 +172,10 @@ Status ResidualStore::flush(uint64_t key, const TensorView& dense) {
   TG_CHECK_ARG(dense.memory == TIDEGATE_MEMORY_HOST, key_text(key) + ": flush needs a host tensor");
   TG_RETURN_IF_ERROR(check_codec_tensor(CodecId::kNone, dense, "flush target"));
   TG_CHECK_ARG(dense.count == entry->count && (dense.dtype == TIDEGATE_FLOAT64) == entry->wide,
-               key_text(key) + ": flush into " + std::to_string(dense.count) + " " + dtype_name(dense.dtype) +
-                   " elements, but the residual holds " + std::to_string(entry->count) +
-                   (entry->wide ? " float64" : " float32") + " values");
+               key_text(key) + ": flush into " + std::to_string(dense.count) + " " +
+                   dtype_name(dense.dtype) + " elements, but the residual holds " +
+                   std::to_string(entry->count) + (entry->wide ? " float64" : " float32") +
+                   " values");
   if (entry->wide) {
     double* d = static_cast<double*>(dense.data);
     for (int64_t i = 0; i < dense.count; ++i) d[i] += entry->d[static_cast<size_t>(i)];
@@ -217,7 +222,8 @@ Status ResidualStore::save(std::vector<uint8_t>* out) const {
   size_t total = 16;
   for (const auto& [key, entry] : entries_) {
     keys.push_back(key);
-    total += 24 + static_cast<size_t>(entry->count) * (entry->wide ? sizeof(double) : sizeof(float));
+    total +=
+        24 + static_cast<size_t>(entry->count) * (entry->wide ? sizeof(double) : sizeof(float));
   }
   std::sort(keys.begin(), keys.end());
   out->assign(total, 0);
@@ -228,7 +234,8 @@ Status ResidualStore::save(std::vector<uint8_t>* out) const {
   for (uint64_t key : keys) {
     const Entry& e = *entries_.at(key);
     writer.put<uint64_t>(key);
-    writer.put<uint64_t>(e.wide ? TIDEGATE_FLOAT64 : TIDEGATE_FLOAT32);  // dtype byte and 7 zero bytes
+    writer.put<uint64_t>(e.wide ? TIDEGATE_FLOAT64
+                                : TIDEGATE_FLOAT32);  // dtype byte and 7 zero bytes
     writer.put<int64_t>(e.count);
     if (e.wide) {
       writer.bytes(e.d.data(), e.d.size() * sizeof(double));
@@ -244,9 +251,11 @@ Status ResidualStore::load(const uint8_t* data, size_t bytes) {
   PayloadReader reader(data, bytes);
   uint32_t magic = 0, version = 0;
   uint64_t count = 0;
-  if (!reader.get(&magic).is_ok() || magic != kSaveMagic) return invalid_argument(what + "bad magic (not a residual buffer)");
+  if (!reader.get(&magic).is_ok() || magic != kSaveMagic)
+    return invalid_argument(what + "bad magic (not a residual buffer)");
   if (!reader.get(&version).is_ok() || version != kSaveVersion) {
-    return invalid_argument(what + "version " + std::to_string(version) + " is not " + std::to_string(kSaveVersion));
+    return invalid_argument(what + "version " + std::to_string(version) + " is not " +
+                            std::to_string(kSaveVersion));
   }
   if (!reader.get(&count).is_ok() || count > reader.remaining() / 24) {
     return invalid_argument(what + "entry count " + std::to_string(count) + " does not fit in " +
@@ -282,12 +291,15 @@ Status ResidualStore::load(const uint8_t* data, size_t bytes) {
       if (n > 0) std::memcpy(e->f.data(), values, static_cast<size_t>(n) * size);
       finite = first_nonfinite(e->f.data(), n) < 0;
     }
-    if (!finite) return invalid_argument(what + "entry for key " + std::to_string(key) + " holds non-finite values");
+    if (!finite)
+      return invalid_argument(what + "entry for key " + std::to_string(key) +
+                              " holds non-finite values");
     if (!loaded.emplace(key, std::move(e)).second) {
       return invalid_argument(what + "key " + std::to_string(key) + " appears twice");
     }
   }
-  if (reader.remaining() != 0) return invalid_argument(what + std::to_string(reader.remaining()) + " trailing bytes");
+  if (reader.remaining() != 0)
+    return invalid_argument(what + std::to_string(reader.remaining()) + " trailing bytes");
   std::lock_guard<std::mutex> lock(mutex_);
   entries_.swap(loaded);
   return Status::ok();

@@ -26,9 +26,9 @@
 #include <unordered_map>
 #include <vector>
 
-#include "compress/codec.h"
 #include "base/status.h"
 #include "base/types.h"
+#include "compress/codec.h"
 
 namespace tidegate {
 
@@ -43,8 +43,9 @@ class ResidualStore {
   // (input)) and stores the new residual. The first call for a key starts from a zero residual.
   // Errors: those of encode/decode; INVALID_ARGUMENT when the key's residual has another count
   // or precision than input, or when the new residual would not be finite.
-  Status encode_with_feedback(const Codec& codec, uint64_t key, const TensorView& input, const EncodeContext& context,
-                              uint8_t* out, size_t capacity, size_t* written);
+  Status encode_with_feedback(const Codec& codec, uint64_t key, const TensorView& input,
+                              const EncodeContext& context, uint8_t* out, size_t capacity,
+                              size_t* written);
 
   // Adds the residual of key into `dense` (a tensor about to be sent uncompressed, so nothing is
   // lost) and sets the residual to zero. No residual for key: nothing to do.
@@ -82,7 +83,8 @@ class ResidualStore {
 
   mutable std::mutex mutex_;
   std::unordered_map<uint64_t, std::unique_ptr<Entry>> entries_;
-  std::vector<std::unique_ptr<Scratch>> free_scratch_;  // reused between calls: no page faults per step
+  std::vector<std::unique_ptr<Scratch>>
+      free_scratch_;  // reused between calls: no page faults per step
 };
 
 }  // namespace tidegate

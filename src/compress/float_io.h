@@ -6,9 +6,9 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "compress/codec.h"
 #include "base/status.h"
 #include "base/types.h"
+#include "compress/codec.h"
 
 namespace tidegate {
 

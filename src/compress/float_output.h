@@ -8,8 +8,8 @@
 
 #include <vector>
 
-#include "compress/float_io.h"
 #include "base/types.h"
+#include "compress/float_io.h"
 
 namespace tidegate {
 

@@ -6,21 +6,23 @@
 #include <memory>
 #include <string>
 
-#include "numeric/half.h"
 #include "compress/codec_spec.h"
 #include "compress/half_codec.h"
 #include "compress/half_vec.h"
 #include "compress/simd.h"
+#include "numeric/half.h"
 
 namespace tidegate {
 
 namespace {
 
-TG_VECTOR_CLONES bool floats_to_fp16(const float* TG_RESTRICT x, int64_t n, uint16_t* TG_RESTRICT out) {
+TG_VECTOR_CLONES bool floats_to_fp16(const float* TG_RESTRICT x, int64_t n,
+                                     uint16_t* TG_RESTRICT out) {
   return half_vec::floats_to_halves<false>(x, n, out);  // false: infinity or NaN, input or overflow
 }
 
-TG_VECTOR_CLONES void fp16_to_floats(const uint16_t* TG_RESTRICT in, int64_t n, float* TG_RESTRICT out, bool add) {
+TG_VECTOR_CLONES void fp16_to_floats(const uint16_t* TG_RESTRICT in, int64_t n,
+                                     float* TG_RESTRICT out, bool add) {
   half_vec::halves_to_floats(in, n, out, add);
 }
 
@@ -30,7 +32,9 @@ class Fp16Codec final : public HalfCodec {
   std::string spec() const override { return "fp16"; }
 
  protected:
-  bool to_half(const float* x, int64_t n, uint16_t* out) const override { return floats_to_fp16(x, n, out); }
+  bool to_half(const float* x, int64_t n, uint16_t* out) const override {
+    return floats_to_fp16(x, n, out);
+  }
   void from_half(const uint16_t* in, int64_t n, float* out, bool add) const override {
     fp16_to_floats(in, n, out, add);
   }

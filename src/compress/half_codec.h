@@ -14,8 +14,8 @@ namespace tidegate {
 class HalfCodec : public Codec {
  public:
   size_t max_payload_bytes(const TensorView& like) const override;
-  Status encode(const TensorView& input, const EncodeContext& context, uint8_t* out, size_t capacity,
-                size_t* written) const override;
+  Status encode(const TensorView& input, const EncodeContext& context, uint8_t* out,
+                size_t capacity, size_t* written) const override;
   Status decode(const uint8_t* payload, size_t bytes, const TensorView& output) const override;
   Status decode_add(const uint8_t* payload, size_t bytes, const TensorView& output) const override;
   bool deterministic() const override { return true; }
@@ -33,7 +33,8 @@ class HalfCodec : public Codec {
 
  private:
   Status encode_range(const TensorView& input, int64_t begin, int64_t end, uint8_t* out) const;
-  Status decode_into(const uint8_t* payload, size_t bytes, const TensorView& output, bool add) const;
+  Status decode_into(const uint8_t* payload, size_t bytes, const TensorView& output,
+                     bool add) const;
 };
 
 }  // namespace tidegate

@@ -11,8 +11,8 @@
 #include <cstdint>
 #include <cstring>
 
-#include "numeric/half.h"
 #include "compress/simd.h"
+#include "numeric/half.h"
 
 namespace tidegate {
 namespace half_vec {
@@ -34,7 +34,8 @@ TG_INLINE void to_half16(const float* in, uint32_t* out) {
       reinterpret_cast<u32x16>(reinterpret_cast<f32x16>(magnitude) + 0.5f) - 0x3f000000u;
   u32x16 result = magnitude >= 0x38800000u ? normal : subnormal;
   result = magnitude >= 0x47800000u ? u32x16{} + 0x7c00u : result;
-  if constexpr (kKeepNan) result = magnitude > 0x7f800000u ? 0x7e00u | ((magnitude >> 13) & 0x3ffu) : result;
+  if constexpr (kKeepNan)
+    result = magnitude > 0x7f800000u ? 0x7e00u | ((magnitude >> 13) & 0x3ffu) : result;
   result |= (x >> 16) & 0x8000u;
   std::memcpy(out, &result, sizeof result);
 }
@@ -47,7 +48,8 @@ TG_INLINE void from_half16(const uint32_t* in, float* out) {
   const u32x16 exponent = shifted & 0x0f800000u;
   const u32x16 normal = shifted + 0x38000000u;
   const u32x16 special = shifted + 0x70000000u;
-  const u32x16 subnormal = reinterpret_cast<u32x16>(reinterpret_cast<f32x16>(normal + 0x00800000u) - 0x1p-14f);
+  const u32x16 subnormal =
+      reinterpret_cast<u32x16>(reinterpret_cast<f32x16>(normal + 0x00800000u) - 0x1p-14f);
   u32x16 magnitude = exponent == 0 ? subnormal : normal;
   magnitude = exponent == 0x0f800000u ? special : magnitude;
   const u32x16 result = magnitude | ((bits & 0x8000u) << 16);
@@ -74,7 +76,8 @@ TG_INLINE bool floats_to_halves(const float* TG_RESTRICT in, int64_t n, uint16_t
 }
 
 // out[i] = half_to_float(in[i]) (or out[i] += it when add) for n <= kMaxChunk.
-TG_INLINE void halves_to_floats(const uint16_t* TG_RESTRICT in, int64_t n, float* TG_RESTRICT out, bool add) {
+TG_INLINE void halves_to_floats(const uint16_t* TG_RESTRICT in, int64_t n, float* TG_RESTRICT out,
+                                bool add) {
   uint32_t wide[kMaxChunk];
   float values[kMaxChunk];
   for (int64_t i = 0; i < n; ++i) wide[i] = in[i];

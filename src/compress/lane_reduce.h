@@ -74,7 +74,8 @@ TG_INLINE float lane_max_abs(const float* TG_RESTRICT x, int64_t n) {
     }
   }
   int32_t m = 0;
-  for (int lane = 0; lane < kLanes; ++lane) m = mx[lane / 8][lane % 8] > m ? mx[lane / 8][lane % 8] : m;
+  for (int lane = 0; lane < kLanes; ++lane)
+    m = mx[lane / 8][lane % 8] > m ? mx[lane / 8][lane % 8] : m;
   for (int64_t i = full; i < n; ++i) {  // a maximum is exact: the tail's lane does not matter
     int32_t bits;
     std::memcpy(&bits, x + i, sizeof bits);
@@ -128,8 +129,8 @@ TG_INLINE double lane_sum_abs(const float* TG_RESTRICT x, int64_t n) {
 
 // Sums of the non-negative and of the negative elements of x[0, n) in double, and how many
 // are negative (x < 0; -0 counts as non-negative).
-TG_INLINE void lane_sign_sums(const float* TG_RESTRICT x, int64_t n, double* positive, double* negative,
-                              int64_t* negatives) {
+TG_INLINE void lane_sign_sums(const float* TG_RESTRICT x, int64_t n, double* positive,
+                              double* negative, int64_t* negatives) {
   using namespace lanes;
   f64x8 pos[2] = {f64x8{}, f64x8{}}, neg[2] = {f64x8{}, f64x8{}};
   i32x8 count[2] = {i32x8{}, i32x8{}};  // -1 per negative element

@@ -55,19 +55,21 @@ struct MaxMinGroup {
 };
 
 template <bool kStochastic>
-TG_INLINE void maxmin_codes(const float* x, int64_t m, float lo, float range, float top, uint32_t counter, uint32_t key,
-                            int32_t* wide) {
+TG_INLINE void maxmin_codes(const float* x, int64_t m, float lo, float range, float top,
+                            uint32_t counter, uint32_t key, int32_t* wide) {
   const float inverse = top / range;
   if (std::isfinite(inverse)) {
-    vec16::for_each_group(x, m, counter, wide, MaxMinGroup<kStochastic, true>{lo, range, inverse, top, key});
+    vec16::for_each_group(x, m, counter, wide,
+                          MaxMinGroup<kStochastic, true>{lo, range, inverse, top, key});
   } else {
-    vec16::for_each_group(x, m, counter, wide, MaxMinGroup<kStochastic, false>{lo, range, inverse, top, key});
+    vec16::for_each_group(x, m, counter, wide,
+                          MaxMinGroup<kStochastic, false>{lo, range, inverse, top, key});
   }
 }
 
 // One bucket; false when an element is not finite or hi - lo overflows.
-TG_INLINE bool maxmin_bucket(const float* x, int64_t n, uint64_t first, uint64_t seed, unsigned bits, bool stochastic,
-                             uint8_t* scales, uint8_t* packed) {
+TG_INLINE bool maxmin_bucket(const float* x, int64_t n, uint64_t first, uint64_t seed,
+                             unsigned bits, bool stochastic, uint8_t* scales, uint8_t* packed) {
   float lo = 0, hi = 0;
   if (!lane_min_max(x, n, &lo, &hi)) return false;
   const float range = hi - lo;
@@ -97,21 +99,24 @@ TG_INLINE bool maxmin_bucket(const float* x, int64_t n, uint64_t first, uint64_t
   return true;
 }
 
-TG_VECTOR_CLONES int64_t maxmin_encode(const float* x, int64_t n, int64_t bucket, uint64_t first, uint64_t seed,
-                                       unsigned bits, bool stochastic, uint8_t* scales, uint8_t* packed) {
+TG_VECTOR_CLONES int64_t maxmin_encode(const float* x, int64_t n, int64_t bucket, uint64_t first,
+                                       uint64_t seed, unsigned bits, bool stochastic,
+                                       uint8_t* scales, uint8_t* packed) {
   int64_t b = 0;
   for (int64_t offset = 0; offset < n; offset += bucket, ++b) {
     const int64_t m = n - offset < bucket ? n - offset : bucket;
     if (!maxmin_bucket(x + offset, m, first + static_cast<uint64_t>(offset), seed, bits, stochastic,
-                       scales + b * 2 * sizeof(float), packed + static_cast<size_t>(offset / 8) * bits)) {
+                       scales + b * 2 * sizeof(float),
+                       packed + static_cast<size_t>(offset / 8) * bits)) {
       return b;
     }
   }
   return b;
 }
 
-TG_VECTOR_CLONES void maxmin_decode(const uint8_t* scales, const uint8_t* packed, int64_t n, int64_t bucket,
-                                    unsigned bits, float* TG_RESTRICT out, bool add) {
+TG_VECTOR_CLONES void maxmin_decode(const uint8_t* scales, const uint8_t* packed, int64_t n,
+                                    int64_t bucket, unsigned bits, float* TG_RESTRICT out,
+                                    bool add) {
   const float levels = static_cast<float>((1 << bits) - 1);
   uint8_t codes[kSubBlock];
   for (int64_t first = 0, b = 0; first < n; first += bucket, ++b) {
@@ -142,10 +147,12 @@ TG_VECTOR_CLONES void maxmin_decode(const uint8_t* scales, const uint8_t* packed
 class MaxMinCodec final : public BucketedCodec {
  public:
   MaxMinCodec(unsigned bits, int64_t bucket, bool stochastic)
-      : BucketedCodec({CodecId::kMaxMin, bits, bucket, 2, static_cast<uint8_t>(stochastic ? 1 : 0)}) {}
+      : BucketedCodec(
+            {CodecId::kMaxMin, bits, bucket, 2, static_cast<uint8_t>(stochastic ? 1 : 0)}) {}
 
   std::string spec() const override {
-    return "maxmin:bits=" + std::to_string(format().bits) + ",bucket=" + std::to_string(format().bucket) +
+    return "maxmin:bits=" + std::to_string(format().bits) +
+           ",bucket=" + std::to_string(format().bucket) +
            ",rounding=" + (stochastic() ? "stochastic" : "nearest");
   }
   bool deterministic() const override { return !stochastic(); }
@@ -155,9 +162,11 @@ class MaxMinCodec final : public BucketedCodec {
   bool stochastic() const { return format().variant == 1; }
   int64_t encode_buckets(const float* x, int64_t n, uint64_t first, uint64_t seed, uint8_t* scales,
                          uint8_t* packed) const override {
-    return maxmin_encode(x, n, format().bucket, first, seed, format().bits, stochastic(), scales, packed);
+    return maxmin_encode(x, n, format().bucket, first, seed, format().bits, stochastic(), scales,
+                         packed);
   }
-  void decode_buckets(const uint8_t* scales, const uint8_t* packed, int64_t n, float* out, bool add) const override {
+  void decode_buckets(const uint8_t* scales, const uint8_t* packed, int64_t n, float* out,
+                      bool add) const override {
     maxmin_decode(scales, packed, n, format().bucket, format().bits, out, add);
   }
   bool scales_valid(const float* scales) const override {
@@ -174,8 +183,10 @@ Status make_maxmin_codec(CodecParams& params, std::unique_ptr<Codec>* codec) {
   TG_RETURN_IF_ERROR(params.get_int("bits", 4, 1, 8, &bits));
   TG_RETURN_IF_ERROR(params.get_int("bucket", 512, 8, BucketedCodec::kMaxBucket, &bucket));
   if (bucket % 8 != 0) return params.invalid("bucket", "a multiple of 8 from 8 to 16777216");
-  TG_RETURN_IF_ERROR(params.get_choice("rounding", "stochastic", {"stochastic", "nearest"}, &rounding));
-  *codec = std::make_unique<MaxMinCodec>(static_cast<unsigned>(bits), bucket, rounding == "stochastic");
+  TG_RETURN_IF_ERROR(
+      params.get_choice("rounding", "stochastic", {"stochastic", "nearest"}, &rounding));
+  *codec =
+      std::make_unique<MaxMinCodec>(static_cast<unsigned>(bits), bucket, rounding == "stochastic");
   return Status::ok();
 }
 

@@ -22,7 +22,8 @@ namespace {
 constexpr int64_t kChunk = 16384;
 
 // True when some element of the raw chunk is NaN or infinite (exponent all ones).
-TG_VECTOR_CLONES bool any_nonfinite_16(const uint16_t* TG_RESTRICT x, int64_t n, uint16_t exponent) {
+TG_VECTOR_CLONES bool any_nonfinite_16(const uint16_t* TG_RESTRICT x, int64_t n,
+                                       uint16_t exponent) {
   uint32_t bad = 0;
   for (int64_t i = 0; i < n; ++i) bad |= (x[i] & exponent) == exponent;
   return bad != 0;
@@ -35,10 +36,14 @@ TG_VECTOR_CLONES bool any_nonfinite_64(const uint64_t* TG_RESTRICT x, int64_t n)
 
 bool any_nonfinite(const TensorView& t, int64_t first, int64_t n) {
   switch (t.dtype) {
-    case TIDEGATE_FLOAT64: return any_nonfinite_64(static_cast<const uint64_t*>(t.data) + first, n);
-    case TIDEGATE_FLOAT16: return any_nonfinite_16(static_cast<const uint16_t*>(t.data) + first, n, 0x7c00u);
-    case TIDEGATE_BFLOAT16: return any_nonfinite_16(static_cast<const uint16_t*>(t.data) + first, n, 0x7f80u);
-    default: return first_nonfinite(static_cast<const float*>(t.data) + first, n) >= 0;
+    case TIDEGATE_FLOAT64:
+      return any_nonfinite_64(static_cast<const uint64_t*>(t.data) + first, n);
+    case TIDEGATE_FLOAT16:
+      return any_nonfinite_16(static_cast<const uint16_t*>(t.data) + first, n, 0x7c00u);
+    case TIDEGATE_BFLOAT16:
+      return any_nonfinite_16(static_cast<const uint16_t*>(t.data) + first, n, 0x7f80u);
+    default:
+      return first_nonfinite(static_cast<const float*>(t.data) + first, n) >= 0;
   }
 }
 
@@ -48,35 +53,39 @@ class NoneCodec final : public Codec {
   std::string spec() const override { return "none"; }
   bool deterministic() const override { return true; }
 
-  size_t max_payload_bytes(const TensorView& like) const override { return kPayloadHeaderBytes + like.bytes(); }
+  size_t max_payload_bytes(const TensorView& like) const override {
+    return kPayloadHeaderBytes + like.bytes();
+  }
 
-  Status encode(const TensorView& input, const EncodeContext& context, uint8_t* out, size_t capacity,
-                size_t* written) const override {
+  Status encode(const TensorView& input, const EncodeContext& context, uint8_t* out,
+                size_t capacity, size_t* written) const override {
     TG_RETURN_IF_ERROR(check_codec_tensor(id(), input, "input"));
     TG_CHECK_ARG(capacity >= max_payload_bytes(input),
-                 "none codec: output capacity " + std::to_string(capacity) + " is below max_payload_bytes " +
-                     std::to_string(max_payload_bytes(input)));
+                 "none codec: output capacity " + std::to_string(capacity) +
+                     " is below max_payload_bytes " + std::to_string(max_payload_bytes(input)));
     PayloadWriter writer(out, capacity);
     writer.header({id(), static_cast<uint8_t>(input.dtype), 0, input.count});
     uint8_t* data = writer.claim(input.bytes());
     TG_RETURN_IF_ERROR(writer.status());
     const size_t element = input.element_size();
     const int64_t chunks = (input.count + kChunk - 1) / kChunk;
-    TG_RETURN_IF_ERROR(parallel_ranges(context.threads, chunks, 16, [&](int64_t begin, int64_t end) {
-      for (int64_t c = begin; c < end; ++c) {
-        const int64_t first = c * kChunk;
-        const int64_t n = std::min(kChunk, input.count - first);
-        if (any_nonfinite(input, first, n)) {
-          for (int64_t i = first; i < first + n; ++i) {
-            const double v = element_value(input, i);
-            if (!std::isfinite(v)) return nonfinite_input(id(), i, v);
+    TG_RETURN_IF_ERROR(
+        parallel_ranges(context.threads, chunks, 16, [&](int64_t begin, int64_t end) {
+          for (int64_t c = begin; c < end; ++c) {
+            const int64_t first = c * kChunk;
+            const int64_t n = std::min(kChunk, input.count - first);
+            if (any_nonfinite(input, first, n)) {
+              for (int64_t i = first; i < first + n; ++i) {
+                const double v = element_value(input, i);
+                if (!std::isfinite(v)) return nonfinite_input(id(), i, v);
+              }
+            }
+            std::memcpy(data + static_cast<size_t>(first) * element,
+                        input.byte_data() + static_cast<size_t>(first) * element,
+                        static_cast<size_t>(n) * element);
           }
-        }
-        std::memcpy(data + static_cast<size_t>(first) * element, input.byte_data() + static_cast<size_t>(first) * element,
-                    static_cast<size_t>(n) * element);
-      }
-      return Status::ok();
-    }));
+          return Status::ok();
+        }));
     *written = writer.size();
     return Status::ok();
   }
@@ -89,18 +98,21 @@ class NoneCodec final : public Codec {
   }
 
  private:
-  Status decode_into(const uint8_t* payload, size_t bytes, const TensorView& output, bool add) const {
+  Status decode_into(const uint8_t* payload, size_t bytes, const TensorView& output,
+                     bool add) const {
     TG_RETURN_IF_ERROR(check_codec_tensor(id(), output, "output"));
     PayloadReader reader(payload, bytes);
     PayloadHeader header;
     TG_RETURN_IF_ERROR(reader.header(id(), output.count, &header));
     if (header.dtype != static_cast<uint8_t>(output.dtype)) {
-      return protocol_error(std::string("none payload holds dtype #") + std::to_string(header.dtype) +
-                            " but the output is " + dtype_name(output.dtype) + ": every rank must use the same dtype");
+      return protocol_error(std::string("none payload holds dtype #") +
+                            std::to_string(header.dtype) + " but the output is " +
+                            dtype_name(output.dtype) + ": every rank must use the same dtype");
     }
     if (reader.remaining() != output.bytes()) {
-      return protocol_error("none payload is " + std::to_string(bytes) + " bytes; " + std::to_string(output.count) + " " +
-                            dtype_name(output.dtype) + " elements need exactly " +
+      return protocol_error("none payload is " + std::to_string(bytes) + " bytes; " +
+                            std::to_string(output.count) + " " + dtype_name(output.dtype) +
+                            " elements need exactly " +
                             std::to_string(kPayloadHeaderBytes + output.bytes()));
     }
     const uint8_t* data = nullptr;
@@ -117,7 +129,8 @@ class NoneCodec final : public Codec {
     const int64_t step = kChunk / 4;
     for (int64_t first = 0; first < output.count; first += step) {
       const int64_t n = std::min(step, output.count - first);
-      std::memcpy(raw, data + static_cast<size_t>(first) * element, static_cast<size_t>(n) * element);
+      std::memcpy(raw, data + static_cast<size_t>(first) * element,
+                  static_cast<size_t>(n) * element);
       if (output.dtype == TIDEGATE_FLOAT64) {  // add in double: no detour through float
         double* o = static_cast<double*>(output.data) + first;
         for (int64_t i = 0; i < n; ++i) {

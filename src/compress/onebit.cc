@@ -23,7 +23,8 @@ namespace {
 constexpr int64_t kSubBlock = 1024;
 
 // One bucket; false when an element is not finite (then so is one of the sums).
-TG_INLINE bool onebit_bucket(const float* TG_RESTRICT x, int64_t n, uint8_t* scales, uint8_t* packed) {
+TG_INLINE bool onebit_bucket(const float* TG_RESTRICT x, int64_t n, uint8_t* scales,
+                             uint8_t* packed) {
   double positive = 0, negative = 0;
   int64_t negatives = 0;
   lane_sign_sums(x, n, &positive, &negative, &negatives);
@@ -41,17 +42,19 @@ TG_INLINE bool onebit_bucket(const float* TG_RESTRICT x, int64_t n, uint8_t* sca
   return true;
 }
 
-TG_VECTOR_CLONES int64_t onebit_encode(const float* x, int64_t n, int64_t bucket, uint8_t* scales, uint8_t* packed) {
+TG_VECTOR_CLONES int64_t onebit_encode(const float* x, int64_t n, int64_t bucket, uint8_t* scales,
+                                       uint8_t* packed) {
   int64_t b = 0;
   for (int64_t offset = 0; offset < n; offset += bucket, ++b) {
     const int64_t m = n - offset < bucket ? n - offset : bucket;
-    if (!onebit_bucket(x + offset, m, scales + b * 2 * sizeof(float), packed + offset / 8)) return b;
+    if (!onebit_bucket(x + offset, m, scales + b * 2 * sizeof(float), packed + offset / 8))
+      return b;
   }
   return b;
 }
 
-TG_VECTOR_CLONES void onebit_decode(const uint8_t* scales, const uint8_t* packed, int64_t n, int64_t bucket,
-                                    float* TG_RESTRICT out, bool add) {
+TG_VECTOR_CLONES void onebit_decode(const uint8_t* scales, const uint8_t* packed, int64_t n,
+                                    int64_t bucket, float* TG_RESTRICT out, bool add) {
   uint8_t codes[kSubBlock];
   for (int64_t first = 0, b = 0; first < n; first += bucket, ++b) {
     float means[2];
@@ -84,7 +87,8 @@ class OneBitCodec final : public BucketedCodec {
                          uint8_t* packed) const override {
     return onebit_encode(x, n, format().bucket, scales, packed);
   }
-  void decode_buckets(const uint8_t* scales, const uint8_t* packed, int64_t n, float* out, bool add) const override {
+  void decode_buckets(const uint8_t* scales, const uint8_t* packed, int64_t n, float* out,
+                      bool add) const override {
     onebit_decode(scales, packed, n, format().bucket, out, add);
   }
   bool scales_valid(const float* scales) const override {

@@ -43,8 +43,9 @@ Status PayloadWriter::status() const {
 
 Status PayloadReader::take(size_t n, const uint8_t** p) {
   if (n > size_ - offset_) {
-    return protocol_error("codec payload truncated: needs " + std::to_string(n) + " more bytes at offset " +
-                          std::to_string(offset_) + " of " + std::to_string(size_));
+    return protocol_error("codec payload truncated: needs " + std::to_string(n) +
+                          " more bytes at offset " + std::to_string(offset_) + " of " +
+                          std::to_string(size_));
   }
   *p = data_ + offset_;
   offset_ += n;
@@ -61,7 +62,8 @@ Status PayloadReader::header(CodecId expected_codec, int64_t expected_count, Pay
   TG_RETURN_IF_ERROR(get(&version));
   if (version != kPayloadVersion) {
     return protocol_error("codec payload format version " + std::to_string(version) + " is not " +
-                          std::to_string(kPayloadVersion) + ": run the same tidegate on every rank");
+                          std::to_string(kPayloadVersion) +
+                          ": run the same tidegate on every rank");
   }
   TG_RETURN_IF_ERROR(get(&codec));
   if (codec != static_cast<uint8_t>(expected_codec)) {
@@ -73,8 +75,8 @@ Status PayloadReader::header(CodecId expected_codec, int64_t expected_count, Pay
   TG_RETURN_IF_ERROR(get(&reserved));
   TG_RETURN_IF_ERROR(get(&out->count));
   if (out->count != expected_count) {
-    return protocol_error("codec payload holds " + std::to_string(out->count) + " elements but the tensor has " +
-                          std::to_string(expected_count));
+    return protocol_error("codec payload holds " + std::to_string(out->count) +
+                          " elements but the tensor has " + std::to_string(expected_count));
   }
   out->codec = expected_codec;
   return Status::ok();

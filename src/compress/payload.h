@@ -9,8 +9,8 @@
 #include <cstring>
 #include <type_traits>
 
-#include "compress/codec.h"
 #include "base/status.h"
+#include "compress/codec.h"
 
 namespace tidegate {
 
@@ -32,7 +32,8 @@ class PayloadWriter {
  public:
   PayloadWriter(uint8_t* out, size_t capacity) : out_(out), capacity_(capacity) {}
   void header(const PayloadHeader& h);
-  template <typename T> void put(T value) {
+  template <typename T>
+  void put(T value) {
     static_assert(std::is_trivially_copyable_v<T>);
     if (!reserve(sizeof(T))) return;
     std::memcpy(out_ + size_, &value, sizeof(T));  // x86-64 and aarch64 Linux are little-endian
@@ -59,7 +60,8 @@ class PayloadReader {
   PayloadReader(const uint8_t* data, size_t size) : data_(data), size_(size) {}
   // Reads and checks the prefix: magic, version, the expected codec, count == expected_count.
   Status header(CodecId expected_codec, int64_t expected_count, PayloadHeader* out);
-  template <typename T> Status get(T* value) {
+  template <typename T>
+  Status get(T* value) {
     const uint8_t* p = nullptr;
     TG_RETURN_IF_ERROR(take(sizeof(T), &p));
     std::memcpy(value, p, sizeof(T));
@@ -76,7 +78,9 @@ class PayloadReader {
 };
 
 // Bytes needed for n values of `bits` bits each, packed LSB-first.
-inline size_t packed_bytes(uint64_t n, unsigned bits) { return static_cast<size_t>((n * bits + 7) / 8); }
+inline size_t packed_bytes(uint64_t n, unsigned bits) {
+  return static_cast<size_t>((n * bits + 7) / 8);
+}
 
 // Smallest bit width that can hold values in [0, max_value] (at least 1).
 inline unsigned bits_for(uint64_t max_value) {

@@ -21,14 +21,16 @@ bool factors_pay(int rank, int64_t rows, int64_t cols) {
 Status check_shape(const TensorView& t) {
   if (t.count == 0) return Status::ok();
   TG_CHECK_ARG(t.rows > 0 && t.cols > 0 && t.count / t.rows == t.cols && t.count % t.rows == 0,
-               "powersgd needs the tensor's 2-D shape (rows x cols = count), got " + std::to_string(t.rows) + " x " +
-                   std::to_string(t.cols) + " for " + std::to_string(t.count) + " elements");
+               "powersgd needs the tensor's 2-D shape (rows x cols = count), got " +
+                   std::to_string(t.rows) + " x " + std::to_string(t.cols) + " for " +
+                   std::to_string(t.count) + " elements");
   return Status::ok();
 }
 
-void write_prefix(PayloadWriter* w, tidegate_dtype_t dtype, int64_t count, int64_t rows, int64_t cols, int rank,
-                  bool dense) {
-  w->header({CodecId::kPowerSgd, static_cast<uint8_t>(dtype), dense ? kPowerSgdDenseFlag : uint8_t{0}, count});
+void write_prefix(PayloadWriter* w, tidegate_dtype_t dtype, int64_t count, int64_t rows,
+                  int64_t cols, int rank, bool dense) {
+  w->header({CodecId::kPowerSgd, static_cast<uint8_t>(dtype),
+             dense ? kPowerSgdDenseFlag : uint8_t{0}, count});
   w->put<int64_t>(rows);
   w->put<int64_t>(cols);
   w->put<uint8_t>(static_cast<uint8_t>(rank));
@@ -38,7 +40,8 @@ void write_prefix(PayloadWriter* w, tidegate_dtype_t dtype, int64_t count, int64
 
 Status PowerSgdCodec::create(const PowerSgdConfig& config, std::unique_ptr<Codec>* codec) {
   TG_CHECK_ARG(config.rank >= 1 && config.rank <= kPowerSgdMaxRank,
-               "powersgd: rank must be in [1, " + std::to_string(kPowerSgdMaxRank) + "], got " + std::to_string(config.rank));
+               "powersgd: rank must be in [1, " + std::to_string(kPowerSgdMaxRank) + "], got " +
+                   std::to_string(config.rank));
   codec->reset(new PowerSgdCodec(config));
   return Status::ok();
 }
@@ -55,14 +58,15 @@ size_t PowerSgdCodec::max_payload_bytes(const TensorView& like) const {
   return kPowerSgdPrefixBytes + static_cast<size_t>(floats) * sizeof(float);
 }
 
-Status PowerSgdCodec::encode(const TensorView& input, const EncodeContext& context, uint8_t* out, size_t capacity,
-                             size_t* written) const {
+Status PowerSgdCodec::encode(const TensorView& input, const EncodeContext& context, uint8_t* out,
+                             size_t capacity, size_t* written) const {
   PowerSgdState fresh;  // no warm start: Q is drawn from the seed for this call only
   return encode_with_state(input, context, &fresh, out, capacity, written);
 }
 
-Status PowerSgdCodec::encode_with_state(const TensorView& input, const EncodeContext& context, PowerSgdState* state,
-                                        uint8_t* out, size_t capacity, size_t* written) const {
+Status PowerSgdCodec::encode_with_state(const TensorView& input, const EncodeContext& context,
+                                        PowerSgdState* state, uint8_t* out, size_t capacity,
+                                        size_t* written) const {
   TG_RETURN_IF_ERROR(check_sparse_tensor(CodecId::kPowerSgd, input, "input"));
   TG_RETURN_IF_ERROR(check_shape(input));
   const size_t bound = max_payload_bytes(input);
@@ -95,7 +99,8 @@ Status PowerSgdCodec::encode_with_state(const TensorView& input, const EncodeCon
   return Status::ok();
 }
 
-Status PowerSgdCodec::decode_into(const uint8_t* payload, size_t bytes, const TensorView& output, bool add) const {
+Status PowerSgdCodec::decode_into(const uint8_t* payload, size_t bytes, const TensorView& output,
+                                  bool add) const {
   TG_RETURN_IF_ERROR(check_sparse_tensor(CodecId::kPowerSgd, output, "output"));
   PayloadReader reader(payload, bytes);
   PayloadHeader header;
@@ -107,27 +112,35 @@ Status PowerSgdCodec::decode_into(const uint8_t* payload, size_t bytes, const Te
   TG_RETURN_IF_ERROR(reader.get(&rank));
   const int64_t count = output.count;
   const bool dense = header.flags == kPowerSgdDenseFlag;
-  const bool shape_ok = count == 0 ? (rows == 0 && cols == 0)
-                                    : (rows > 0 && cols > 0 && count % rows == 0 && count / rows == cols);
-  const bool matches_output = (output.rows == 0 && output.cols == 0) || (output.rows == rows && output.cols == cols);
+  const bool shape_ok = count == 0
+                            ? (rows == 0 && cols == 0)
+                            : (rows > 0 && cols > 0 && count % rows == 0 && count / rows == cols);
+  const bool matches_output =
+      (output.rows == 0 && output.cols == 0) || (output.rows == rows && output.cols == cols);
   // Only a shape that matches count bounds rows and cols, which factors_pay() multiplies.
-  const bool rank_ok = shape_ok && (dense ? rank == 0 : (rank >= 1 && rank <= kPowerSgdMaxRank && factors_pay(rank, rows, cols)));
-  if (!payload_dtype_ok(header.dtype) || (header.flags & ~kPowerSgdDenseFlag) != 0 || !shape_ok || !matches_output ||
-      !rank_ok) {
-    return protocol_error("powersgd payload is malformed or for another shape: " + std::to_string(rows) + " x " +
-                          std::to_string(cols) + " rank " + std::to_string(rank) + ", flags " +
-                          std::to_string(header.flags) + ", for a tensor of " + std::to_string(count) + " elements");
+  const bool rank_ok =
+      shape_ok &&
+      (dense ? rank == 0
+             : (rank >= 1 && rank <= kPowerSgdMaxRank && factors_pay(rank, rows, cols)));
+  if (!payload_dtype_ok(header.dtype) || (header.flags & ~kPowerSgdDenseFlag) != 0 || !shape_ok ||
+      !matches_output || !rank_ok) {
+    return protocol_error(
+        "powersgd payload is malformed or for another shape: " + std::to_string(rows) + " x " +
+        std::to_string(cols) + " rank " + std::to_string(rank) + ", flags " +
+        std::to_string(header.flags) + ", for a tensor of " + std::to_string(count) + " elements");
   }
   // factors_pay() bounded rank * (rows + cols) by count, so this cannot overflow.
   const int64_t floats = dense ? count : rank * (rows + cols);
   if (reader.remaining() != static_cast<size_t>(floats) * sizeof(float)) {
-    return protocol_error("powersgd payload has " + std::to_string(reader.remaining()) + " bytes of data; expected " +
+    return protocol_error("powersgd payload has " + std::to_string(reader.remaining()) +
+                          " bytes of data; expected " +
                           std::to_string(static_cast<size_t>(floats) * sizeof(float)));
   }
   const uint8_t* data = nullptr;
   TG_RETURN_IF_ERROR(reader.take(reader.remaining(), &data));
   // The factors are what encode() computed from finite input; anything else is not a payload.
-  if (!packed_floats_finite(data, floats)) return protocol_error("powersgd payload holds a NaN or infinite value");
+  if (!packed_floats_finite(data, floats))
+    return protocol_error("powersgd payload holds a NaN or infinite value");
   FloatOutput out(output, add);
   float* y = out.data();
   if (dense) {
@@ -139,7 +152,8 @@ Status PowerSgdCodec::decode_into(const uint8_t* payload, size_t bytes, const Te
   } else {
     std::vector<float> factors(static_cast<size_t>(floats));  // aligned copies of P and Q
     std::memcpy(factors.data(), data, factors.size() * sizeof(float));
-    powersgd_reconstruct(factors.data(), factors.data() + rows * rank, rows, cols, rank, y, out.add());
+    powersgd_reconstruct(factors.data(), factors.data() + rows * rank, rows, cols, rank, y,
+                         out.add());
   }
   out.commit();
   return Status::ok();
@@ -149,7 +163,8 @@ Status PowerSgdCodec::decode(const uint8_t* payload, size_t bytes, const TensorV
   return decode_into(payload, bytes, output, /*add=*/false);
 }
 
-Status PowerSgdCodec::decode_add(const uint8_t* payload, size_t bytes, const TensorView& output) const {
+Status PowerSgdCodec::decode_add(const uint8_t* payload, size_t bytes,
+                                 const TensorView& output) const {
   return decode_into(payload, bytes, output, /*add=*/true);
 }
 

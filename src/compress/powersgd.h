@@ -44,23 +44,25 @@ class PowerSgdCodec final : public Codec {
   // Needs like's 2-D shape for the exact bound; without one (rows x cols = 0 x 0) it returns the
   // dense size, which bounds every shape of that count.
   size_t max_payload_bytes(const TensorView& like) const override;
-  Status encode(const TensorView& input, const EncodeContext& context, uint8_t* out, size_t capacity,
-                size_t* written) const override;
+  Status encode(const TensorView& input, const EncodeContext& context, uint8_t* out,
+                size_t capacity, size_t* written) const override;
   Status decode(const uint8_t* payload, size_t bytes, const TensorView& output) const override;
   Status decode_add(const uint8_t* payload, size_t bytes, const TensorView& output) const override;
-  bool deterministic() const override { return false; }  // Q's first draw depends on the seed
+  bool deterministic() const override { return false; }        // Q's first draw depends on the seed
   bool wants_error_feedback() const override { return true; }  // Vogels et al.: it needs it
 
   // encode() with a warm start: uses and updates state's Q (drawn from context.seed the first
   // time, or when the shape or rank changed). Not thread-safe for one state.
-  Status encode_with_state(const TensorView& input, const EncodeContext& context, PowerSgdState* state, uint8_t* out,
-                           size_t capacity, size_t* written) const;
+  Status encode_with_state(const TensorView& input, const EncodeContext& context,
+                           PowerSgdState* state, uint8_t* out, size_t capacity,
+                           size_t* written) const;
 
   const PowerSgdConfig& config() const { return config_; }
 
  private:
   explicit PowerSgdCodec(const PowerSgdConfig& config) : config_(config) {}
-  Status decode_into(const uint8_t* payload, size_t bytes, const TensorView& output, bool add) const;
+  Status decode_into(const uint8_t* payload, size_t bytes, const TensorView& output,
+                     bool add) const;
   PowerSgdConfig config_;
 };
 

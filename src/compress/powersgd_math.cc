@@ -27,7 +27,8 @@ constexpr int64_t kColumnBlock = 16384;
 // AVX2 or four SSE ones) combined in a fixed tree, so every clone gives the same bits on every
 // rank without -ffast-math.
 template <int G>
-inline __attribute__((always_inline)) void dots(const float* a, const float* q, int64_t stride, int64_t n, float* out) {
+inline __attribute__((always_inline)) void dots(const float* a, const float* q, int64_t stride,
+                                                int64_t n, float* out) {
   typedef float f32x16 __attribute__((vector_size(64)));
   f32x16 sums[G] = {};
   int64_t i = 0;
@@ -53,7 +54,8 @@ inline __attribute__((always_inline)) void dots(const float* a, const float* q, 
 }
 
 // out[c] = a . (q + c * stride) over n elements, for c < rank, four columns per pass over a.
-TG_VECTOR_CLONES void row_dots(const float* a, const float* q, int64_t stride, int64_t n, int rank, float* out) {
+TG_VECTOR_CLONES void row_dots(const float* a, const float* q, int64_t stride, int64_t n, int rank,
+                               float* out) {
   int c = 0;
   for (; c + 4 <= rank; c += 4) dots<4>(a, q + c * stride, stride, n, out + c);
   for (; c + 2 <= rank; c += 2) dots<2>(a, q + c * stride, stride, n, out + c);
@@ -82,7 +84,8 @@ int powersgd_effective_rank(int rank, int64_t rows, int64_t cols) {
   return static_cast<int>(std::max<int64_t>(0, std::min<int64_t>({rank, rows, cols})));
 }
 
-void powersgd_compute_p(const float* m, int64_t rows, int64_t cols, const float* q, int rank, float* p) {
+void powersgd_compute_p(const float* m, int64_t rows, int64_t cols, const float* q, int rank,
+                        float* p) {
   std::fill(p, p + rows * rank, 0.0f);
   float partial[kPowerSgdMaxRank];
   // Block by block, each block's dot product added in column order: a fixed summation order.
@@ -123,7 +126,8 @@ int powersgd_orthogonalize(float* p, int64_t rows, int rank) {
   return zeroed;
 }
 
-void powersgd_compute_q(const float* m, int64_t rows, int64_t cols, const float* p, int rank, float* q) {
+void powersgd_compute_q(const float* m, int64_t rows, int64_t cols, const float* p, int rank,
+                        float* q) {
   std::fill(q, q + cols * rank, 0.0f);
   for (int64_t j = 0; j < cols; j += kColumnBlock) {
     const int64_t width = std::min(kColumnBlock, cols - j);
@@ -134,7 +138,8 @@ void powersgd_compute_q(const float* m, int64_t rows, int64_t cols, const float*
   }
 }
 
-void powersgd_reconstruct(const float* p, const float* q, int64_t rows, int64_t cols, int rank, float* out, bool add) {
+void powersgd_reconstruct(const float* p, const float* q, int64_t rows, int64_t cols, int rank,
+                          float* out, bool add) {
   if (rank == 0 && !add) std::fill(out, out + rows * cols, 0.0f);
   for (int64_t j = 0; j < cols; j += kColumnBlock) {
     const int64_t width = std::min(kColumnBlock, cols - j);
@@ -153,7 +158,8 @@ void powersgd_reconstruct(const float* p, const float* q, int64_t rows, int64_t 
 
 void powersgd_draw_q_column(uint64_t seed, int64_t cols, int c, float* column) {
   for (int64_t j = 0; j < cols; ++j) {
-    column[j] = seeded_symmetric_float(seed, static_cast<uint64_t>(c) * static_cast<uint64_t>(cols) + j);
+    column[j] =
+        seeded_symmetric_float(seed, static_cast<uint64_t>(c) * static_cast<uint64_t>(cols) + j);
   }
 }
 
@@ -179,20 +185,23 @@ std::vector<uint8_t> PowerSgdState::save() const {
   bytes[4] = kStateVersion;
   std::memcpy(bytes.data() + 8, &rank, 4);
   std::memcpy(bytes.data() + 12, &cols_, 8);
-  if (!q_.empty()) std::memcpy(bytes.data() + kStateHeaderBytes, q_.data(), q_.size() * sizeof(float));
+  if (!q_.empty())
+    std::memcpy(bytes.data() + kStateHeaderBytes, q_.data(), q_.size() * sizeof(float));
   return bytes;
 }
 
 Status PowerSgdState::load(const uint8_t* data, size_t bytes) {
   uint32_t magic = 0, rank = 0;
   int64_t cols = 0;
-  TG_CHECK_ARG(data != nullptr && bytes >= kStateHeaderBytes, "powersgd state: " + std::to_string(bytes) +
-                                                                   " bytes is too short for a saved state");
+  TG_CHECK_ARG(
+      data != nullptr && bytes >= kStateHeaderBytes,
+      "powersgd state: " + std::to_string(bytes) + " bytes is too short for a saved state");
   std::memcpy(&magic, data, 4);
   std::memcpy(&rank, data + 8, 4);
   std::memcpy(&cols, data + 12, 8);
-  TG_CHECK_ARG(magic == kStateMagic && data[4] == kStateVersion,
-               "powersgd state: not a version-" + std::to_string(kStateVersion) + " PowerSGD state");
+  TG_CHECK_ARG(
+      magic == kStateMagic && data[4] == kStateVersion,
+      "powersgd state: not a version-" + std::to_string(kStateVersion) + " PowerSGD state");
   TG_CHECK_ARG(rank <= kPowerSgdMaxRank && cols >= 0 && (rank == 0) == (cols == 0) &&
                    static_cast<uint64_t>(cols) <= (bytes - kStateHeaderBytes) / sizeof(float) &&
                    bytes - kStateHeaderBytes == static_cast<size_t>(cols) * rank * sizeof(float),
@@ -200,15 +209,16 @@ Status PowerSgdState::load(const uint8_t* data, size_t bytes) {
                    " columns does not match its " + std::to_string(bytes) + " bytes");
   std::vector<float> q(static_cast<size_t>(cols) * rank);
   if (!q.empty()) std::memcpy(q.data(), data + kStateHeaderBytes, q.size() * sizeof(float));
-  TG_CHECK_ARG(first_nonfinite(q.data(), static_cast<int64_t>(q.size())) < 0, "powersgd state: Q holds NaN or Inf");
+  TG_CHECK_ARG(first_nonfinite(q.data(), static_cast<int64_t>(q.size())) < 0,
+               "powersgd state: Q holds NaN or Inf");
   q_ = std::move(q);
   cols_ = cols;
   rank_ = static_cast<int>(rank);
   return Status::ok();
 }
 
-Status powersgd_local_step(const float* m, int64_t rows, int64_t cols, int rank, uint64_t seed, PowerSgdState* state,
-                           std::vector<float>* p, int64_t* nonfinite_index) {
+Status powersgd_local_step(const float* m, int64_t rows, int64_t cols, int rank, uint64_t seed,
+                           PowerSgdState* state, std::vector<float>* p, int64_t* nonfinite_index) {
   state->prepare(cols, rank, seed);
   p->assign(static_cast<size_t>(rows) * static_cast<size_t>(rank), 0.0f);
   powersgd_compute_p(m, rows, cols, state->q(), rank, p->data());
@@ -220,15 +230,17 @@ Status powersgd_local_step(const float* m, int64_t rows, int64_t cols, int rank,
       if (nonfinite_index != nullptr) *nonfinite_index = bad;
       return nonfinite_input(CodecId::kPowerSgd, bad, m[bad]);
     }
-    return invalid_argument("powersgd codec: M Q overflowed float32; the gradient's magnitudes are near FLT_MAX "
-                            "(the residual was left unchanged)");
+    return invalid_argument(
+        "powersgd codec: M Q overflowed float32; the gradient's magnitudes are near FLT_MAX "
+        "(the residual was left unchanged)");
   }
   powersgd_orthogonalize(p->data(), rows, rank);
   powersgd_compute_q(m, rows, cols, p->data(), rank, state->q());
   if (first_nonfinite(state->q(), cols * rank) >= 0) {
     state->clear();  // never keep a poisoned warm start
-    return invalid_argument("powersgd codec: M^T P overflowed float32; the gradient's magnitudes are near FLT_MAX "
-                            "(the residual was left unchanged)");
+    return invalid_argument(
+        "powersgd codec: M^T P overflowed float32; the gradient's magnitudes are near FLT_MAX "
+        "(the residual was left unchanged)");
   }
   return Status::ok();
 }

@@ -37,7 +37,8 @@ inline constexpr int kPowerSgdMaxRank = 64;
 int powersgd_effective_rank(int rank, int64_t rows, int64_t cols);
 
 // P = M Q. m: rows x cols row-major; q: cols x rank column-major; p: rows x rank column-major.
-void powersgd_compute_p(const float* m, int64_t rows, int64_t cols, const float* q, int rank, float* p);
+void powersgd_compute_p(const float* m, int64_t rows, int64_t cols, const float* q, int rank,
+                        float* p);
 
 // Makes P's columns orthonormal in place: modified Gram-Schmidt in double, each column
 // orthogonalised twice against the earlier ones ("twice is enough", Giraud et al. 2005), so
@@ -48,10 +49,12 @@ void powersgd_compute_p(const float* m, int64_t rows, int64_t cols, const float*
 int powersgd_orthogonalize(float* p, int64_t rows, int rank);
 
 // Q = M^T P. q: cols x rank column-major (overwritten).
-void powersgd_compute_q(const float* m, int64_t rows, int64_t cols, const float* p, int rank, float* q);
+void powersgd_compute_q(const float* m, int64_t rows, int64_t cols, const float* p, int rank,
+                        float* q);
 
 // out = P Q^T (add = false) or out += P Q^T (add = true); out is rows x cols row-major.
-void powersgd_reconstruct(const float* p, const float* q, int64_t rows, int64_t cols, int rank, float* out, bool add);
+void powersgd_reconstruct(const float* p, const float* q, int64_t rows, int64_t cols, int rank,
+                          float* out, bool add);
 
 // Column c of Q drawn from the seed: uniform in [-1, 1), a pure function of (seed, c, index),
 // so every rank draws the same Q.
@@ -90,7 +93,8 @@ class PowerSgdState {
 // Q in the state. m holds rows * cols floats; rank must already be effective. INVALID_ARGUMENT
 // when M holds a NaN or infinity (the first one's index goes to *nonfinite_index when given,
 // so the caller can name the element of its own tensor) or when P or Q overflowed float32.
-Status powersgd_local_step(const float* m, int64_t rows, int64_t cols, int rank, uint64_t seed, PowerSgdState* state,
-                           std::vector<float>* p, int64_t* nonfinite_index = nullptr);
+Status powersgd_local_step(const float* m, int64_t rows, int64_t cols, int rank, uint64_t seed,
+                           PowerSgdState* state, std::vector<float>* p,
+                           int64_t* nonfinite_index = nullptr);
 
 }  // namespace tidegate

@@ -27,8 +27,8 @@ constexpr float kMaxNorm = 0x1p127f;
 
 // One bucket; false when an element is not finite (the sum of squares is then NaN or
 // infinite) or the norm is too large.
-TG_INLINE bool qsgd_bucket(const float* x, int64_t n, uint64_t first, uint64_t seed, unsigned bits, uint8_t* scale,
-                           uint8_t* packed) {
+TG_INLINE bool qsgd_bucket(const float* x, int64_t n, uint64_t first, uint64_t seed, unsigned bits,
+                           uint8_t* scale, uint8_t* packed) {
   const double squares = lane_sum_squares(x, n);
   const float norm = static_cast<float>(std::sqrt(squares));
   if (!(squares < static_cast<double>(kMaxNorm) * kMaxNorm && norm < kMaxNorm)) return false;
@@ -50,21 +50,22 @@ TG_INLINE bool qsgd_bucket(const float* x, int64_t n, uint64_t first, uint64_t s
   return true;
 }
 
-TG_VECTOR_CLONES int64_t qsgd_encode(const float* x, int64_t n, int64_t bucket, uint64_t first, uint64_t seed,
-                                     unsigned bits, uint8_t* scales, uint8_t* packed) {
+TG_VECTOR_CLONES int64_t qsgd_encode(const float* x, int64_t n, int64_t bucket, uint64_t first,
+                                     uint64_t seed, unsigned bits, uint8_t* scales,
+                                     uint8_t* packed) {
   int64_t b = 0;
   for (int64_t offset = 0; offset < n; offset += bucket, ++b) {
     const int64_t m = n - offset < bucket ? n - offset : bucket;
-    if (!qsgd_bucket(x + offset, m, first + static_cast<uint64_t>(offset), seed, bits, scales + b * sizeof(float),
-                     packed + static_cast<size_t>(offset / 8) * bits)) {
+    if (!qsgd_bucket(x + offset, m, first + static_cast<uint64_t>(offset), seed, bits,
+                     scales + b * sizeof(float), packed + static_cast<size_t>(offset / 8) * bits)) {
       return b;
     }
   }
   return b;
 }
 
-TG_VECTOR_CLONES void qsgd_decode(const uint8_t* scales, const uint8_t* packed, int64_t n, int64_t bucket,
-                                  unsigned bits, float* out, bool add) {
+TG_VECTOR_CLONES void qsgd_decode(const uint8_t* scales, const uint8_t* packed, int64_t n,
+                                  int64_t bucket, unsigned bits, float* out, bool add) {
   const float levels = static_cast<float>((1 << (bits - 1)) - 1);
   uint8_t codes[kSubBlock];
   for (int64_t first = 0, b = 0; first < n; first += bucket, ++b) {
@@ -85,7 +86,8 @@ class QsgdCodec final : public BucketedCodec {
   QsgdCodec(unsigned bits, int64_t bucket) : BucketedCodec({CodecId::kQsgd, bits, bucket, 1, 0}) {}
 
   std::string spec() const override {
-    return "qsgd:bits=" + std::to_string(format().bits) + ",bucket=" + std::to_string(format().bucket);
+    return "qsgd:bits=" + std::to_string(format().bits) +
+           ",bucket=" + std::to_string(format().bucket);
   }
   bool deterministic() const override { return false; }
 
@@ -94,10 +96,13 @@ class QsgdCodec final : public BucketedCodec {
                          uint8_t* packed) const override {
     return qsgd_encode(x, n, format().bucket, first, seed, format().bits, scales, packed);
   }
-  void decode_buckets(const uint8_t* scales, const uint8_t* packed, int64_t n, float* out, bool add) const override {
+  void decode_buckets(const uint8_t* scales, const uint8_t* packed, int64_t n, float* out,
+                      bool add) const override {
     qsgd_decode(scales, packed, n, format().bucket, format().bits, out, add);
   }
-  bool scales_valid(const float* scales) const override { return scales[0] >= 0 && scales[0] < kMaxNorm; }
+  bool scales_valid(const float* scales) const override {
+    return scales[0] >= 0 && scales[0] < kMaxNorm;
+  }
 };
 
 }  // namespace

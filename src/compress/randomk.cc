@@ -49,13 +49,15 @@ Status check_capacity(size_t capacity, size_t bound) {
 
 // Writes the k sampled values (scaled by their stratum's length when unbiased). False when a
 // scaled value overflowed float32; *bad is then that element's index.
-bool sample_values(const float* x, int64_t n, int64_t k, uint64_t seed, bool unbiased, uint8_t* values, int64_t* bad) {
+bool sample_values(const float* x, int64_t n, int64_t k, uint64_t seed, bool unbiased,
+                   uint8_t* values, int64_t* bad) {
   if (k == 0) return true;
   Strata strata(n, k);
   for (int64_t j = 0; j < k; ++j) {
     int64_t begin = 0, length = 0;
     strata.next(&begin, &length);
-    const int64_t index = begin + static_cast<int64_t>(seeded_below(seed, static_cast<uint64_t>(j), static_cast<uint64_t>(length)));
+    const int64_t index = begin + static_cast<int64_t>(seeded_below(seed, static_cast<uint64_t>(j),
+                                                                    static_cast<uint64_t>(length)));
     float v = x[index];
     if (unbiased) v *= static_cast<float>(length);
     if (!std::isfinite(v)) {
@@ -70,10 +72,13 @@ bool sample_values(const float* x, int64_t n, int64_t k, uint64_t seed, bool unb
 }  // namespace
 
 int64_t randomk_index(uint64_t seed, int64_t j, int64_t k, int64_t n, int64_t* stratum_length) {
-  const auto begin = static_cast<int64_t>(static_cast<seeded_u128>(j) * static_cast<uint64_t>(n) / static_cast<uint64_t>(k));
-  const auto end = static_cast<int64_t>(static_cast<seeded_u128>(j + 1) * static_cast<uint64_t>(n) / static_cast<uint64_t>(k));
+  const auto begin = static_cast<int64_t>(static_cast<seeded_u128>(j) * static_cast<uint64_t>(n) /
+                                          static_cast<uint64_t>(k));
+  const auto end = static_cast<int64_t>(static_cast<seeded_u128>(j + 1) * static_cast<uint64_t>(n) /
+                                        static_cast<uint64_t>(k));
   if (stratum_length != nullptr) *stratum_length = end - begin;
-  return begin + static_cast<int64_t>(seeded_below(seed, static_cast<uint64_t>(j), static_cast<uint64_t>(end - begin)));
+  return begin + static_cast<int64_t>(seeded_below(seed, static_cast<uint64_t>(j),
+                                                   static_cast<uint64_t>(end - begin)));
 }
 
 Status RandomKCodec::create(const RandomKConfig& config, std::unique_ptr<Codec>* codec) {
@@ -86,7 +91,8 @@ Status RandomKCodec::create(const RandomKConfig& config, std::unique_ptr<Codec>*
 }
 
 std::string RandomKCodec::spec() const {
-  const std::string size = config_.k >= 0 ? "k=" + std::to_string(config_.k) : "ratio=" + format_spec_double(config_.ratio);
+  const std::string size = config_.k >= 0 ? "k=" + std::to_string(config_.k)
+                                          : "ratio=" + format_spec_double(config_.ratio);
   return "randomk:" + size + (config_.unbiased ? ",unbiased=1" : ",unbiased=0");
 }
 
@@ -100,8 +106,8 @@ size_t RandomKCodec::max_payload_bytes(const TensorView& like) const {
   return kRandomKPrefixBytes + static_cast<size_t>(k_for(like.count)) * sizeof(float);
 }
 
-Status RandomKCodec::encode(const TensorView& input, const EncodeContext& context, uint8_t* out, size_t capacity,
-                            size_t* written) const {
+Status RandomKCodec::encode(const TensorView& input, const EncodeContext& context, uint8_t* out,
+                            size_t capacity, size_t* written) const {
   TG_RETURN_IF_ERROR(check_sparse_tensor(CodecId::kRandomK, input, "input"));
   TG_RETURN_IF_ERROR(check_capacity(capacity, max_payload_bytes(input)));
   const int64_t n = input.count;
@@ -122,7 +128,8 @@ Status RandomKCodec::encode(const TensorView& input, const EncodeContext& contex
     writer.bytes(x, static_cast<size_t>(n) * sizeof(float));
   } else if (uint8_t* values = writer.claim(static_cast<size_t>(k) * sizeof(float))) {
     if (!sample_values(x, n, k, context.seed, config_.unbiased, values, &bad)) {
-      return nonfinite_input(CodecId::kRandomK, bad, element_value(input, bad));  // x * n/k overflowed
+      return nonfinite_input(CodecId::kRandomK, bad,
+                             element_value(input, bad));  // x * n/k overflowed
     }
   }
   TG_RETURN_IF_ERROR(writer.status());
@@ -130,7 +137,8 @@ Status RandomKCodec::encode(const TensorView& input, const EncodeContext& contex
   return Status::ok();
 }
 
-Status RandomKCodec::decode_into(const uint8_t* payload, size_t bytes, const TensorView& output, bool add) const {
+Status RandomKCodec::decode_into(const uint8_t* payload, size_t bytes, const TensorView& output,
+                                 bool add) const {
   TG_RETURN_IF_ERROR(check_sparse_tensor(CodecId::kRandomK, output, "output"));
   PayloadReader reader(payload, bytes);
   PayloadHeader header;
@@ -141,19 +149,22 @@ Status RandomKCodec::decode_into(const uint8_t* payload, size_t bytes, const Ten
   TG_RETURN_IF_ERROR(reader.get(&k));
   TG_RETURN_IF_ERROR(reader.get(&seed));
   const bool dense = (header.flags & kRandomKDenseFlag) != 0;
-  if (!payload_dtype_ok(header.dtype) || (header.flags & ~(kRandomKScaledFlag | kRandomKDenseFlag)) != 0 ||
-      header.flags == (kRandomKScaledFlag | kRandomKDenseFlag) || k < 0 || k > n || (dense && k != n) ||
-      (!dense && k == n && n > 0)) {
-    return protocol_error("randomk payload is malformed: dtype #" + std::to_string(header.dtype) + ", flags " +
-                          std::to_string(header.flags) + ", k " + std::to_string(k) + " of " + std::to_string(n));
+  if (!payload_dtype_ok(header.dtype) ||
+      (header.flags & ~(kRandomKScaledFlag | kRandomKDenseFlag)) != 0 ||
+      header.flags == (kRandomKScaledFlag | kRandomKDenseFlag) || k < 0 || k > n ||
+      (dense && k != n) || (!dense && k == n && n > 0)) {
+    return protocol_error("randomk payload is malformed: dtype #" + std::to_string(header.dtype) +
+                          ", flags " + std::to_string(header.flags) + ", k " + std::to_string(k) +
+                          " of " + std::to_string(n));
   }
   if (reader.remaining() != static_cast<size_t>(k) * sizeof(float)) {
-    return protocol_error("randomk payload has " + std::to_string(reader.remaining()) + " bytes of values for k = " +
-                          std::to_string(k));
+    return protocol_error("randomk payload has " + std::to_string(reader.remaining()) +
+                          " bytes of values for k = " + std::to_string(k));
   }
   const uint8_t* values = nullptr;
   TG_RETURN_IF_ERROR(reader.take(reader.remaining(), &values));
-  if (!packed_floats_finite(values, k)) return protocol_error("randomk payload holds a NaN or infinite value");
+  if (!packed_floats_finite(values, k))
+    return protocol_error("randomk payload holds a NaN or infinite value");
   FloatOutput out(output, add);
   float* y = out.data();
   if (dense) {
@@ -170,7 +181,8 @@ Status RandomKCodec::decode_into(const uint8_t* payload, size_t bytes, const Ten
       strata.next(&begin, &length);
       float v;
       std::memcpy(&v, values + static_cast<size_t>(j) * sizeof(float), sizeof v);
-      float& target = y[begin + static_cast<int64_t>(seeded_below(seed, static_cast<uint64_t>(j), static_cast<uint64_t>(length)))];
+      float& target = y[begin + static_cast<int64_t>(seeded_below(seed, static_cast<uint64_t>(j),
+                                                                  static_cast<uint64_t>(length)))];
       target = out.add() ? target + v : v;  // overwrite keeps the sent bits (-0.0 stays -0.0)
     }
   }
@@ -182,7 +194,8 @@ Status RandomKCodec::decode(const uint8_t* payload, size_t bytes, const TensorVi
   return decode_into(payload, bytes, output, /*add=*/false);
 }
 
-Status RandomKCodec::decode_add(const uint8_t* payload, size_t bytes, const TensorView& output) const {
+Status RandomKCodec::decode_add(const uint8_t* payload, size_t bytes,
+                                const TensorView& output) const {
   return decode_into(payload, bytes, output, /*add=*/true);
 }
 
@@ -192,7 +205,8 @@ Status make_randomk_codec(CodecParams& params, std::unique_ptr<Codec>* codec) {
   TG_RETURN_IF_ERROR(params.get_double("ratio", 0.01, 0, 1, &config.ratio));
   TG_RETURN_IF_ERROR(params.get_int("k", -1, 0, kMaxSparseCount, &k));
   TG_RETURN_IF_ERROR(params.get_bool("unbiased", false, &config.unbiased));
-  if (params.has("k") && params.has("ratio")) return params.invalid("k", "a count, given instead of ratio (not with it)");
+  if (params.has("k") && params.has("ratio"))
+    return params.invalid("k", "a count, given instead of ratio (not with it)");
   config.k = params.has("k") ? k : -1;
   return RandomKCodec::create(config, codec);
 }

@@ -44,7 +44,8 @@ struct RandomKConfig {
 };
 
 // The j-th kept index (0 <= j < k < n) for a seed, and the length of its stratum.
-int64_t randomk_index(uint64_t seed, int64_t j, int64_t k, int64_t n, int64_t* stratum_length = nullptr);
+int64_t randomk_index(uint64_t seed, int64_t j, int64_t k, int64_t n,
+                      int64_t* stratum_length = nullptr);
 
 class RandomKCodec final : public Codec {
  public:
@@ -54,8 +55,8 @@ class RandomKCodec final : public Codec {
   CodecId id() const override { return CodecId::kRandomK; }
   std::string spec() const override;
   size_t max_payload_bytes(const TensorView& like) const override;
-  Status encode(const TensorView& input, const EncodeContext& context, uint8_t* out, size_t capacity,
-                size_t* written) const override;
+  Status encode(const TensorView& input, const EncodeContext& context, uint8_t* out,
+                size_t capacity, size_t* written) const override;
   Status decode(const uint8_t* payload, size_t bytes, const TensorView& output) const override;
   Status decode_add(const uint8_t* payload, size_t bytes, const TensorView& output) const override;
   bool deterministic() const override { return false; }
@@ -68,7 +69,8 @@ class RandomKCodec final : public Codec {
 
  private:
   explicit RandomKCodec(const RandomKConfig& config) : config_(config) {}
-  Status decode_into(const uint8_t* payload, size_t bytes, const TensorView& output, bool add) const;
+  Status decode_into(const uint8_t* payload, size_t bytes, const TensorView& output,
+                     bool add) const;
   RandomKConfig config_;
 };
 

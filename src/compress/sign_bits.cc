@@ -1,8 +1,8 @@
 #include "compress/sign_bits.h"
 
-#include "numeric/half.h"
 #include "compress/bitpack.h"
 #include "compress/simd.h"
+#include "numeric/half.h"
 
 namespace tidegate {
 
@@ -17,8 +17,8 @@ TG_VECTOR_CLONES bool pack_signs(const float* TG_RESTRICT x, int64_t n, uint8_t*
   return bad == 0;
 }
 
-TG_VECTOR_CLONES void unpack_signs(const uint8_t* packed, int64_t n, float scale, float* TG_RESTRICT out,
-                                   bool add) {
+TG_VECTOR_CLONES void unpack_signs(const uint8_t* packed, int64_t n, float scale,
+                                   float* TG_RESTRICT out, bool add) {
   uint8_t codes[kSignBlock];
   unpack_codes(packed, n, 1, codes);
   if (add) {

@@ -14,10 +14,10 @@
 #include <cmath>
 #include <cstdint>
 
-#include "numeric/half.h"
 #include "compress/simd.h"
 #include "compress/stochastic.h"
 #include "compress/vec16.h"
+#include "numeric/half.h"
 
 namespace tidegate {
 
@@ -43,22 +43,25 @@ struct SignMagnitudeGroup {
 // Codes of x[0, m) (m <= kMaxGroupRun, a run that crosses no 2^32 boundary) for a bucket of
 // scale norm > 0 with `levels` levels; counter is the low 32 bits of x[0]'s tensor index.
 inline constexpr int64_t kMaxGroupRun = 1024;
-TG_INLINE void sign_magnitude_codes(const float* TG_RESTRICT x, int64_t m, float norm, int levels, unsigned sign_shift,
-                                    uint32_t counter, uint32_t key, uint8_t* TG_RESTRICT codes) {
+TG_INLINE void sign_magnitude_codes(const float* TG_RESTRICT x, int64_t m, float norm, int levels,
+                                    unsigned sign_shift, uint32_t counter, uint32_t key,
+                                    uint8_t* TG_RESTRICT codes) {
   const float top = static_cast<float>(levels);
   const float ratio = top / norm;
   const int32_t sign_bit = 1 << sign_shift;
   int32_t wide[kMaxGroupRun];
   if (std::isfinite(ratio)) {
-    vec16::for_each_group(x, m, counter, wide, SignMagnitudeGroup<true>{norm, ratio, top, sign_bit, key});
+    vec16::for_each_group(x, m, counter, wide,
+                          SignMagnitudeGroup<true>{norm, ratio, top, sign_bit, key});
   } else {
-    vec16::for_each_group(x, m, counter, wide, SignMagnitudeGroup<false>{norm, ratio, top, sign_bit, key});
+    vec16::for_each_group(x, m, counter, wide,
+                          SignMagnitudeGroup<false>{norm, ratio, top, sign_bit, key});
   }
   vec16::narrow_codes(wide, m, codes);
 }
 
-TG_INLINE void sign_magnitude_values(const uint8_t* TG_RESTRICT codes, int64_t m, float unit, unsigned sign_shift,
-                                     float* TG_RESTRICT out, bool add) {
+TG_INLINE void sign_magnitude_values(const uint8_t* TG_RESTRICT codes, int64_t m, float unit,
+                                     unsigned sign_shift, float* TG_RESTRICT out, bool add) {
   const uint32_t mask = (1u << sign_shift) - 1;
   if (add) {
     for (int64_t j = 0; j < m; ++j) {

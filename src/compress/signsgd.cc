@@ -14,7 +14,6 @@
 #include <string>
 #include <vector>
 
-#include "numeric/half.h"
 #include "compress/bitpack.h"
 #include "compress/codec_spec.h"
 #include "compress/float_io.h"
@@ -22,6 +21,7 @@
 #include "compress/payload.h"
 #include "compress/sign_bits.h"
 #include "compress/simd.h"
+#include "numeric/half.h"
 
 namespace tidegate {
 
@@ -45,37 +45,44 @@ class SignSgdCodec final : public Codec {
   bool wants_error_feedback() const override { return true; }
   bool payloads_summable() const override { return true; }
 
-  size_t max_payload_bytes(const TensorView& like) const override { return votes_bytes(like.count, 1); }
+  size_t max_payload_bytes(const TensorView& like) const override {
+    return votes_bytes(like.count, 1);
+  }
   size_t max_summed_payload_bytes(const TensorView& like, int64_t parties) const override {
-    return parties >= 1 && parties <= kMaxVoters ? votes_bytes(like.count, static_cast<uint32_t>(parties)) : 0;
+    return parties >= 1 && parties <= kMaxVoters
+               ? votes_bytes(like.count, static_cast<uint32_t>(parties))
+               : 0;
   }
 
-  Status encode(const TensorView& input, const EncodeContext& context, uint8_t* out, size_t capacity,
-                size_t* written) const override;
+  Status encode(const TensorView& input, const EncodeContext& context, uint8_t* out,
+                size_t capacity, size_t* written) const override;
   Status decode(const uint8_t* payload, size_t bytes, const TensorView& output) const override {
     return decode_into(payload, bytes, output, false);
   }
   Status decode_add(const uint8_t* payload, size_t bytes, const TensorView& output) const override {
     return decode_into(payload, bytes, output, true);
   }
-  Status sum_payloads(const uint8_t* a, size_t a_bytes, const uint8_t* b, size_t b_bytes, const TensorView& like,
-                      uint8_t* out, size_t capacity, size_t* written) const override;
+  Status sum_payloads(const uint8_t* a, size_t a_bytes, const uint8_t* b, size_t b_bytes,
+                      const TensorView& like, uint8_t* out, size_t capacity,
+                      size_t* written) const override;
 
  private:
   static size_t votes_bytes(int64_t count, uint32_t voters) {
-    return kPayloadHeaderBytes + kParamBytes + packed_bytes(static_cast<uint64_t>(count), bits_for(voters));
+    return kPayloadHeaderBytes + kParamBytes +
+           packed_bytes(static_cast<uint64_t>(count), bits_for(voters));
   }
   Status parse(const uint8_t* payload, size_t bytes, int64_t count, Votes* votes) const;
   Status check_counts(const Votes& votes, int64_t count) const;
-  Status decode_into(const uint8_t* payload, size_t bytes, const TensorView& output, bool add) const;
+  Status decode_into(const uint8_t* payload, size_t bytes, const TensorView& output,
+                     bool add) const;
 };
 
-Status SignSgdCodec::encode(const TensorView& input, const EncodeContext& context, uint8_t* out, size_t capacity,
-                            size_t* written) const {
+Status SignSgdCodec::encode(const TensorView& input, const EncodeContext& context, uint8_t* out,
+                            size_t capacity, size_t* written) const {
   TG_RETURN_IF_ERROR(check_codec_tensor(id(), input, "input"));
-  TG_CHECK_ARG(capacity >= max_payload_bytes(input), "signsgd codec: output capacity " + std::to_string(capacity) +
-                                                         " is below max_payload_bytes " +
-                                                         std::to_string(max_payload_bytes(input)));
+  TG_CHECK_ARG(capacity >= max_payload_bytes(input),
+               "signsgd codec: output capacity " + std::to_string(capacity) +
+                   " is below max_payload_bytes " + std::to_string(max_payload_bytes(input)));
   PayloadWriter writer(out, capacity);
   writer.header({id(), static_cast<uint8_t>(input.dtype), 0, input.count});
   writer.put<uint32_t>(1);
@@ -100,7 +107,8 @@ Status SignSgdCodec::encode(const TensorView& input, const EncodeContext& contex
   return Status::ok();
 }
 
-Status SignSgdCodec::parse(const uint8_t* payload, size_t bytes, int64_t count, Votes* votes) const {
+Status SignSgdCodec::parse(const uint8_t* payload, size_t bytes, int64_t count,
+                           Votes* votes) const {
   PayloadReader reader(payload, bytes);
   PayloadHeader header;
   TG_RETURN_IF_ERROR(reader.header(id(), count, &header));
@@ -109,14 +117,16 @@ Status SignSgdCodec::parse(const uint8_t* payload, size_t bytes, int64_t count, 
   TG_RETURN_IF_ERROR(reader.get(&width));
   TG_RETURN_IF_ERROR(reader.get(&reserved));
   if (votes->voters < 1 || votes->voters > kMaxVoters || width != bits_for(votes->voters)) {
-    return protocol_error("signsgd payload has " + std::to_string(votes->voters) + " voters and width " +
-                          std::to_string(width) + " (voters must be 1..2^31, width bits_for(voters))");
+    return protocol_error("signsgd payload has " + std::to_string(votes->voters) +
+                          " voters and width " + std::to_string(width) +
+                          " (voters must be 1..2^31, width bits_for(voters))");
   }
   votes->width = width;
   const size_t data = packed_bytes(static_cast<uint64_t>(count), width);
   if (reader.remaining() != data) {
-    return protocol_error("signsgd payload is " + std::to_string(bytes) + " bytes; " + std::to_string(count) +
-                          " elements need exactly " + std::to_string(votes_bytes(count, votes->voters)));
+    return protocol_error("signsgd payload is " + std::to_string(bytes) + " bytes; " +
+                          std::to_string(count) + " elements need exactly " +
+                          std::to_string(votes_bytes(count, votes->voters)));
   }
   return reader.take(data, &votes->counts);
 }
@@ -127,18 +137,21 @@ Status SignSgdCodec::check_counts(const Votes& votes, int64_t count) const {
   uint32_t values[kChunk];
   for (int64_t first = 0; first < count; first += kChunk) {
     const int64_t n = std::min(kChunk, count - first);
-    unpack_bits(votes.counts + static_cast<size_t>(first / 8) * votes.width, n, votes.width, values);
+    unpack_bits(votes.counts + static_cast<size_t>(first / 8) * votes.width, n, votes.width,
+                values);
     for (int64_t i = 0; i < n; ++i) {
       if (values[i] > votes.voters) {
-        return protocol_error("signsgd payload counts " + std::to_string(values[i]) + " negative votes of " +
-                              std::to_string(votes.voters) + " voters at element " + std::to_string(first + i));
+        return protocol_error("signsgd payload counts " + std::to_string(values[i]) +
+                              " negative votes of " + std::to_string(votes.voters) +
+                              " voters at element " + std::to_string(first + i));
       }
     }
   }
   return Status::ok();
 }
 
-Status SignSgdCodec::decode_into(const uint8_t* payload, size_t bytes, const TensorView& output, bool add) const {
+Status SignSgdCodec::decode_into(const uint8_t* payload, size_t bytes, const TensorView& output,
+                                 bool add) const {
   TG_RETURN_IF_ERROR(check_codec_tensor(id(), output, "output"));
   Votes votes;
   TG_RETURN_IF_ERROR(parse(payload, bytes, output.count, &votes));
@@ -167,8 +180,9 @@ Status SignSgdCodec::decode_into(const uint8_t* payload, size_t bytes, const Ten
   return Status::ok();
 }
 
-Status SignSgdCodec::sum_payloads(const uint8_t* a, size_t a_bytes, const uint8_t* b, size_t b_bytes,
-                                  const TensorView& like, uint8_t* out, size_t capacity, size_t* written) const {
+Status SignSgdCodec::sum_payloads(const uint8_t* a, size_t a_bytes, const uint8_t* b,
+                                  size_t b_bytes, const TensorView& like, uint8_t* out,
+                                  size_t capacity, size_t* written) const {
   TG_CHECK_ARG(like.count >= 0, "signsgd sum_payloads: negative count");
   Votes va, vb;
   TG_RETURN_IF_ERROR(parse(a, a_bytes, like.count, &va));
@@ -177,8 +191,9 @@ Status SignSgdCodec::sum_payloads(const uint8_t* a, size_t a_bytes, const uint8_
   TG_CHECK_ARG(voters <= kMaxVoters, "signsgd sum_payloads: more than 2^31 voters");
   const unsigned width = bits_for(voters);
   const size_t total = votes_bytes(like.count, static_cast<uint32_t>(voters));
-  TG_CHECK_ARG(capacity >= total, "signsgd sum_payloads: output capacity " + std::to_string(capacity) +
-                                      " is below max_summed_payload_bytes " + std::to_string(total));
+  TG_CHECK_ARG(capacity >= total,
+               "signsgd sum_payloads: output capacity " + std::to_string(capacity) +
+                   " is below max_summed_payload_bytes " + std::to_string(total));
   TG_RETURN_IF_ERROR(check_counts(va, like.count));
   TG_RETURN_IF_ERROR(check_counts(vb, like.count));
   PayloadWriter writer(out, capacity);

@@ -35,22 +35,26 @@ Status bad_payload(CodecId codec, const std::string& what) {
 }
 
 // Index layout: every index is checked before the scatter, so a bad one writes nothing.
-Status check_indices(CodecId codec, const uint8_t* packed, int64_t k, int64_t count, unsigned bits) {
+Status check_indices(CodecId codec, const uint8_t* packed, int64_t k, int64_t count,
+                     unsigned bits) {
   BitReader reader(packed, packed_bytes(static_cast<uint64_t>(k), bits));
   uint64_t previous = 0;
   for (int64_t i = 0; i < k; ++i) {
     const uint64_t index = reader.get(bits);
     if (index >= static_cast<uint64_t>(count) || (i > 0 && index <= previous)) {
-      return bad_payload(codec, "entry " + std::to_string(i) + " has index " + std::to_string(index) +
-                                    (index >= static_cast<uint64_t>(count) ? ", past the tensor's " + std::to_string(count) + " elements"
-                                                                           : ", not above the previous " + std::to_string(previous)));
+      return bad_payload(codec,
+                         "entry " + std::to_string(i) + " has index " + std::to_string(index) +
+                             (index >= static_cast<uint64_t>(count)
+                                  ? ", past the tensor's " + std::to_string(count) + " elements"
+                                  : ", not above the previous " + std::to_string(previous)));
     }
     previous = index;
   }
   return Status::ok();
 }
 
-void scatter_indices(const uint8_t* packed, const uint8_t* values, int64_t k, unsigned bits, float* out, bool add) {
+void scatter_indices(const uint8_t* packed, const uint8_t* values, int64_t k, unsigned bits,
+                     float* out, bool add) {
   BitReader reader(packed, packed_bytes(static_cast<uint64_t>(k), bits));
   for (int64_t i = 0; i < k; ++i) {
     const uint64_t index = reader.get(bits);
@@ -65,13 +69,15 @@ Status check_bitmap(CodecId codec, const uint8_t* map, int64_t k, int64_t count)
   for (size_t b = 0; b < bytes; ++b) set += std::popcount(map[b]);
   const unsigned tail = static_cast<unsigned>(count % 8);
   if (set != k || (tail != 0 && (map[bytes - 1] >> tail) != 0)) {
-    return bad_payload(codec, "bitmap marks " + std::to_string(set) + " elements (or bits past the tensor's end) but k is " +
+    return bad_payload(codec, "bitmap marks " + std::to_string(set) +
+                                  " elements (or bits past the tensor's end) but k is " +
                                   std::to_string(k));
   }
   return Status::ok();
 }
 
-void scatter_bitmap(const uint8_t* map, const uint8_t* values, int64_t count, float* out, bool add) {
+void scatter_bitmap(const uint8_t* map, const uint8_t* values, int64_t count, float* out,
+                    bool add) {
   int64_t next = 0;
   for (size_t b = 0; b < bitmap_bytes(count); ++b) {
     for (unsigned bits = map[b]; bits != 0; bits &= bits - 1) {
@@ -93,14 +99,19 @@ void copy_dense(const uint8_t* values, int64_t count, float* out, bool add) {
 
 }  // namespace
 
-unsigned sparse_index_bits(int64_t count) { return bits_for(count > 1 ? static_cast<uint64_t>(count - 1) : 0); }
+unsigned sparse_index_bits(int64_t count) {
+  return bits_for(count > 1 ? static_cast<uint64_t>(count - 1) : 0);
+}
 
 size_t sparse_body_bytes(int64_t count, int64_t k, SparseLayout layout) {
   const size_t values = static_cast<size_t>(k) * sizeof(float);
   switch (layout) {
-    case SparseLayout::kIndices: return packed_bytes(static_cast<uint64_t>(k), sparse_index_bits(count)) + values;
-    case SparseLayout::kBitmap: return bitmap_bytes(count) + values;
-    case SparseLayout::kDense: return static_cast<size_t>(count) * sizeof(float);
+    case SparseLayout::kIndices:
+      return packed_bytes(static_cast<uint64_t>(k), sparse_index_bits(count)) + values;
+    case SparseLayout::kBitmap:
+      return bitmap_bytes(count) + values;
+    case SparseLayout::kDense:
+      return static_cast<size_t>(count) * sizeof(float);
   }
   return 0;
 }
@@ -118,17 +129,17 @@ size_t sparse_payload_bound(int64_t count, int64_t max_k) {
   return kSparsePrefixBytes + sparse_body_bytes(count, max_k, choose_sparse_layout(count, max_k));
 }
 
-void write_sparse_prefix(PayloadWriter* writer, CodecId codec, tidegate_dtype_t dtype, uint8_t codec_flags,
-                         int64_t count, int64_t k, SparseLayout layout) {
-  writer->header({codec, static_cast<uint8_t>(dtype), static_cast<uint8_t>(codec_flags | static_cast<uint8_t>(layout)),
-                  count});
+void write_sparse_prefix(PayloadWriter* writer, CodecId codec, tidegate_dtype_t dtype,
+                         uint8_t codec_flags, int64_t count, int64_t k, SparseLayout layout) {
+  writer->header({codec, static_cast<uint8_t>(dtype),
+                  static_cast<uint8_t>(codec_flags | static_cast<uint8_t>(layout)), count});
   writer->put<int64_t>(k);
   writer->put<uint8_t>(static_cast<uint8_t>(sparse_index_bits(count)));
 }
 
-Status write_sparse_payload(CodecId codec, tidegate_dtype_t dtype, uint8_t codec_flags, int64_t count,
-                            const int64_t* indices, const float* values, int64_t k, uint8_t* out, size_t capacity,
-                            size_t* written) {
+Status write_sparse_payload(CodecId codec, tidegate_dtype_t dtype, uint8_t codec_flags,
+                            int64_t count, const int64_t* indices, const float* values, int64_t k,
+                            uint8_t* out, size_t capacity, size_t* written) {
   TG_CHECK_INTERNAL(count >= 0 && count <= kMaxSparseCount && k >= 0 && k <= count);
   TG_CHECK_INTERNAL((codec_flags & kSparseLayoutMask) == 0);
   TG_RETURN_IF_ERROR(check_entries(count, indices, k));
@@ -144,21 +155,25 @@ Status write_sparse_payload(CodecId codec, tidegate_dtype_t dtype, uint8_t codec
   } else if (layout == SparseLayout::kBitmap) {
     if (uint8_t* p = writer.claim(bitmap_bytes(count))) {
       std::memset(p, 0, bitmap_bytes(count));
-      for (int64_t i = 0; i < k; ++i) p[indices[i] / 8] |= static_cast<uint8_t>(1u << (indices[i] % 8));
+      for (int64_t i = 0; i < k; ++i)
+        p[indices[i] / 8] |= static_cast<uint8_t>(1u << (indices[i] % 8));
     }
     writer.bytes(values, static_cast<size_t>(k) * sizeof(float));
   } else if (uint8_t* p = writer.claim(static_cast<size_t>(count) * sizeof(float))) {
     std::memset(p, 0, static_cast<size_t>(count) * sizeof(float));
-    for (int64_t i = 0; i < k; ++i) std::memcpy(p + indices[i] * sizeof(float), values + i, sizeof(float));
+    for (int64_t i = 0; i < k; ++i)
+      std::memcpy(p + indices[i] * sizeof(float), values + i, sizeof(float));
   }
   TG_RETURN_IF_ERROR(writer.status());
   *written = writer.size();
   return Status::ok();
 }
 
-Status write_dense_sparse_payload(CodecId codec, tidegate_dtype_t dtype, uint8_t codec_flags, int64_t count,
-                                  const float* x, uint8_t* out, size_t capacity, size_t* written) {
-  TG_CHECK_INTERNAL(count >= 0 && count <= kMaxSparseCount && (codec_flags & kSparseLayoutMask) == 0);
+Status write_dense_sparse_payload(CodecId codec, tidegate_dtype_t dtype, uint8_t codec_flags,
+                                  int64_t count, const float* x, uint8_t* out, size_t capacity,
+                                  size_t* written) {
+  TG_CHECK_INTERNAL(count >= 0 && count <= kMaxSparseCount &&
+                    (codec_flags & kSparseLayoutMask) == 0);
   PayloadWriter writer(out, capacity);
   write_sparse_prefix(&writer, codec, dtype, codec_flags, count, count, SparseLayout::kDense);
   writer.bytes(x, static_cast<size_t>(count) * sizeof(float));
@@ -167,8 +182,9 @@ Status write_dense_sparse_payload(CodecId codec, tidegate_dtype_t dtype, uint8_t
   return Status::ok();
 }
 
-Status decode_sparse_payload(CodecId codec, uint8_t allowed_codec_flags, const uint8_t* payload, size_t bytes,
-                             const TensorView& output, bool add, SparsePayloadInfo* info) {
+Status decode_sparse_payload(CodecId codec, uint8_t allowed_codec_flags, const uint8_t* payload,
+                             size_t bytes, const TensorView& output, bool add,
+                             SparsePayloadInfo* info) {
   TG_RETURN_IF_ERROR(check_sparse_tensor(codec, output, "output"));
   PayloadReader reader(payload, bytes);
   PayloadHeader header;
@@ -177,7 +193,8 @@ Status decode_sparse_payload(CodecId codec, uint8_t allowed_codec_flags, const u
   const uint8_t codec_flags = header.flags & static_cast<uint8_t>(~kSparseLayoutMask);
   if (!payload_dtype_ok(header.dtype) || layout_bits > static_cast<uint8_t>(SparseLayout::kDense) ||
       (codec_flags & ~allowed_codec_flags) != 0) {
-    return bad_payload(codec, "has dtype #" + std::to_string(header.dtype) + " and flags " + std::to_string(header.flags));
+    return bad_payload(codec, "has dtype #" + std::to_string(header.dtype) + " and flags " +
+                                  std::to_string(header.flags));
   }
   const auto layout = static_cast<SparseLayout>(layout_bits);
   int64_t k = 0;
@@ -185,25 +202,31 @@ Status decode_sparse_payload(CodecId codec, uint8_t allowed_codec_flags, const u
   TG_RETURN_IF_ERROR(reader.get(&k));
   TG_RETURN_IF_ERROR(reader.get(&bits));
   const int64_t count = output.count;
-  if (k < 0 || k > count) return bad_payload(codec, "keeps " + std::to_string(k) + " of " + std::to_string(count) + " elements");
+  if (k < 0 || k > count)
+    return bad_payload(codec,
+                       "keeps " + std::to_string(k) + " of " + std::to_string(count) + " elements");
   if (bits != sparse_index_bits(count)) {
-    return bad_payload(codec, "has " + std::to_string(bits) + "-bit indices; a tensor of " + std::to_string(count) +
-                                  " elements uses " + std::to_string(sparse_index_bits(count)));
+    return bad_payload(codec, "has " + std::to_string(bits) + "-bit indices; a tensor of " +
+                                  std::to_string(count) + " elements uses " +
+                                  std::to_string(sparse_index_bits(count)));
   }
   // k <= count <= kMaxSparseCount, so the body size is computed without overflow.
   const size_t body = sparse_body_bytes(count, k, layout);
   if (reader.remaining() != body) {
-    return bad_payload(codec, "body is " + std::to_string(reader.remaining()) + " bytes; " + std::to_string(k) +
-                                  " kept elements need exactly " + std::to_string(body));
+    return bad_payload(codec, "body is " + std::to_string(reader.remaining()) + " bytes; " +
+                                  std::to_string(k) + " kept elements need exactly " +
+                                  std::to_string(body));
   }
   const uint8_t* data = nullptr;
   TG_RETURN_IF_ERROR(reader.take(body, &data));
-  const size_t head = body - static_cast<size_t>(layout == SparseLayout::kDense ? count : k) * sizeof(float);
+  const size_t head =
+      body - static_cast<size_t>(layout == SparseLayout::kDense ? count : k) * sizeof(float);
   const uint8_t* values = data + head;
   if (!packed_floats_finite(values, layout == SparseLayout::kDense ? count : k)) {
     return bad_payload(codec, "holds a NaN or infinite value, which no encoder sends");
   }
-  if (layout == SparseLayout::kIndices) TG_RETURN_IF_ERROR(check_indices(codec, data, k, count, bits));
+  if (layout == SparseLayout::kIndices)
+    TG_RETURN_IF_ERROR(check_indices(codec, data, k, count, bits));
   if (layout == SparseLayout::kBitmap) TG_RETURN_IF_ERROR(check_bitmap(codec, data, k, count));
   FloatOutput out(output, add);
   if (layout != SparseLayout::kDense && !out.add() && count > 0) {
@@ -223,13 +246,15 @@ Status decode_sparse_payload(CodecId codec, uint8_t allowed_codec_flags, const u
 
 Status check_sparse_tensor(CodecId codec, const TensorView& tensor, const char* role) {
   TG_RETURN_IF_ERROR(check_codec_tensor(codec, tensor, role));
-  TG_CHECK_ARG(tensor.count <= kMaxSparseCount, std::string(codec_name(codec)) + " codec " + role + ": " +
-                                                    std::to_string(tensor.count) + " elements is beyond the 2^56 the codec handles");
+  TG_CHECK_ARG(tensor.count <= kMaxSparseCount,
+               std::string(codec_name(codec)) + " codec " + role + ": " +
+                   std::to_string(tensor.count) + " elements is beyond the 2^56 the codec handles");
   return Status::ok();
 }
 
 bool payload_dtype_ok(uint8_t dtype) {
-  return dtype == TIDEGATE_FLOAT32 || dtype == TIDEGATE_FLOAT64 || dtype == TIDEGATE_FLOAT16 || dtype == TIDEGATE_BFLOAT16;
+  return dtype == TIDEGATE_FLOAT32 || dtype == TIDEGATE_FLOAT64 || dtype == TIDEGATE_FLOAT16 ||
+         dtype == TIDEGATE_BFLOAT16;
 }
 
 }  // namespace tidegate

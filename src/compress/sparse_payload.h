@@ -20,9 +20,9 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "compress/codec.h"
 #include "base/status.h"
 #include "base/types.h"
+#include "compress/codec.h"
 
 namespace tidegate {
 
@@ -54,19 +54,20 @@ size_t sparse_payload_bound(int64_t count, int64_t max_k);
 // the (finite) value at indices[i]. dtype is the input's, recorded in the header for
 // information (values are float32 whatever it is); codec_flags go into the flag bits above the
 // layout. INTERNAL error if the entries break those rules or capacity is short (encoder bugs).
-Status write_sparse_payload(CodecId codec, tidegate_dtype_t dtype, uint8_t codec_flags, int64_t count,
-                            const int64_t* indices, const float* values, int64_t k, uint8_t* out, size_t capacity,
-                            size_t* written);
+Status write_sparse_payload(CodecId codec, tidegate_dtype_t dtype, uint8_t codec_flags,
+                            int64_t count, const int64_t* indices, const float* values, int64_t k,
+                            uint8_t* out, size_t capacity, size_t* written);
 
 // Writes PayloadHeader, k and index_bits for a payload of the given layout, for encoders that
 // fill the body themselves (threshold's bitmap and dense layouts, written in one pass).
-void write_sparse_prefix(PayloadWriter* writer, CodecId codec, tidegate_dtype_t dtype, uint8_t codec_flags,
-                         int64_t count, int64_t k, SparseLayout layout);
+void write_sparse_prefix(PayloadWriter* writer, CodecId codec, tidegate_dtype_t dtype,
+                         uint8_t codec_flags, int64_t count, int64_t k, SparseLayout layout);
 
 // Writes a payload that keeps every element of x[0, count) (k = count, dense layout) straight
 // from the tensor, without index arrays: the k >= n case of the sparsifiers.
-Status write_dense_sparse_payload(CodecId codec, tidegate_dtype_t dtype, uint8_t codec_flags, int64_t count,
-                                  const float* x, uint8_t* out, size_t capacity, size_t* written);
+Status write_dense_sparse_payload(CodecId codec, tidegate_dtype_t dtype, uint8_t codec_flags,
+                                  int64_t count, const float* x, uint8_t* out, size_t capacity,
+                                  size_t* written);
 
 // What a decoded payload said about itself.
 struct SparsePayloadInfo {
@@ -79,8 +80,9 @@ struct SparsePayloadInfo {
 // is true. Everything is validated before the first write to output - layout, k, index width,
 // exact length, ascending in-range indices, finite values - so a malformed payload (PROTOCOL
 // error) leaves output untouched. allowed_codec_flags are the flag bits the codec defines.
-Status decode_sparse_payload(CodecId codec, uint8_t allowed_codec_flags, const uint8_t* payload, size_t bytes,
-                             const TensorView& output, bool add, SparsePayloadInfo* info = nullptr);
+Status decode_sparse_payload(CodecId codec, uint8_t allowed_codec_flags, const uint8_t* payload,
+                             size_t bytes, const TensorView& output, bool add,
+                             SparsePayloadInfo* info = nullptr);
 
 // check_codec_tensor() (float_io.h: host memory, a floating dtype, data) plus the count limit.
 Status check_sparse_tensor(CodecId codec, const TensorView& tensor, const char* role);

@@ -57,8 +57,9 @@ inline void for_each_counter_segment(uint64_t seed, uint64_t first, int64_t n, F
   while (done < n) {
     const uint64_t index = first + static_cast<uint64_t>(done);
     const uint64_t to_boundary = (uint64_t{1} << 32) - (index & 0xffffffffull);
-    const int64_t piece = static_cast<int64_t>(
-        to_boundary < static_cast<uint64_t>(n - done) ? to_boundary : static_cast<uint64_t>(n - done));
+    const int64_t piece = static_cast<int64_t>(to_boundary < static_cast<uint64_t>(n - done)
+                                                   ? to_boundary
+                                                   : static_cast<uint64_t>(n - done));
     f(done, piece, static_cast<uint32_t>(index), stream_key(seed, index >> 32));
     done += piece;
   }

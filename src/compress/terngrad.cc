@@ -25,8 +25,8 @@ constexpr int64_t kSubBlock = kMaxGroupRun;  // sign_magnitude_codes() takes at 
 constexpr unsigned kBits = 2;
 
 // One bucket; false when an element is not finite (then so is max |x|).
-TG_INLINE bool terngrad_bucket(const float* x, int64_t n, uint64_t first, uint64_t seed, uint8_t* scale_out,
-                               uint8_t* packed) {
+TG_INLINE bool terngrad_bucket(const float* x, int64_t n, uint64_t first, uint64_t seed,
+                               uint8_t* scale_out, uint8_t* packed) {
   const float scale = lane_max_abs(x, n);
   if (!std::isfinite(scale)) return false;
   std::memcpy(scale_out, &scale, sizeof scale);
@@ -46,12 +46,13 @@ TG_INLINE bool terngrad_bucket(const float* x, int64_t n, uint64_t first, uint64
   return true;
 }
 
-TG_VECTOR_CLONES int64_t terngrad_encode(const float* x, int64_t n, int64_t bucket, uint64_t first, uint64_t seed,
-                                         uint8_t* scales, uint8_t* packed) {
+TG_VECTOR_CLONES int64_t terngrad_encode(const float* x, int64_t n, int64_t bucket, uint64_t first,
+                                         uint64_t seed, uint8_t* scales, uint8_t* packed) {
   int64_t b = 0;
   for (int64_t offset = 0; offset < n; offset += bucket, ++b) {
     const int64_t m = n - offset < bucket ? n - offset : bucket;
-    if (!terngrad_bucket(x + offset, m, first + static_cast<uint64_t>(offset), seed, scales + b * sizeof(float),
+    if (!terngrad_bucket(x + offset, m, first + static_cast<uint64_t>(offset), seed,
+                         scales + b * sizeof(float),
                          packed + static_cast<size_t>(offset / 8) * kBits)) {
       return b;
     }
@@ -59,8 +60,8 @@ TG_VECTOR_CLONES int64_t terngrad_encode(const float* x, int64_t n, int64_t buck
   return b;
 }
 
-TG_VECTOR_CLONES void terngrad_decode(const uint8_t* scales, const uint8_t* packed, int64_t n, int64_t bucket,
-                                      float* out, bool add) {
+TG_VECTOR_CLONES void terngrad_decode(const uint8_t* scales, const uint8_t* packed, int64_t n,
+                                      int64_t bucket, float* out, bool add) {
   uint8_t codes[kSubBlock];
   for (int64_t first = 0, b = 0; first < n; first += bucket, ++b) {
     float scale;
@@ -76,7 +77,8 @@ TG_VECTOR_CLONES void terngrad_decode(const uint8_t* scales, const uint8_t* pack
 
 class TernGradCodec final : public BucketedCodec {
  public:
-  explicit TernGradCodec(int64_t bucket) : BucketedCodec({CodecId::kTernGrad, kBits, bucket, 1, 0}) {}
+  explicit TernGradCodec(int64_t bucket)
+      : BucketedCodec({CodecId::kTernGrad, kBits, bucket, 1, 0}) {}
 
   std::string spec() const override { return "terngrad:bucket=" + std::to_string(format().bucket); }
   bool deterministic() const override { return false; }
@@ -86,10 +88,13 @@ class TernGradCodec final : public BucketedCodec {
                          uint8_t* packed) const override {
     return terngrad_encode(x, n, format().bucket, first, seed, scales, packed);
   }
-  void decode_buckets(const uint8_t* scales, const uint8_t* packed, int64_t n, float* out, bool add) const override {
+  void decode_buckets(const uint8_t* scales, const uint8_t* packed, int64_t n, float* out,
+                      bool add) const override {
     terngrad_decode(scales, packed, n, format().bucket, out, add);
   }
-  bool scales_valid(const float* scales) const override { return scales[0] >= 0 && std::isfinite(scales[0]); }
+  bool scales_valid(const float* scales) const override {
+    return scales[0] >= 0 && std::isfinite(scales[0]);
+  }
 };
 
 }  // namespace

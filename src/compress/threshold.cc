@@ -16,8 +16,8 @@ namespace {
 
 // Index layout: collects the kept elements (few: this layout wins only below about n / 20 of
 // them), skipping blocks with nothing to keep. False at the first non-finite element, *bad set.
-bool gather(const float* x, int64_t n, uint32_t threshold, std::vector<int64_t>* indices, std::vector<float>* values,
-            int64_t* bad) {
+bool gather(const float* x, int64_t n, uint32_t threshold, std::vector<int64_t>* indices,
+            std::vector<float>* values, int64_t* bad) {
   for (int64_t i = 0; i < n; i += kScanBlock) {
     const int64_t end = std::min(n, i + kScanBlock);
     if (end - i == kScanBlock && !block_has_magnitude_at_least(x + i, threshold)) continue;
@@ -76,7 +76,8 @@ Status ThresholdCodec::create(const ThresholdConfig& config, std::unique_ptr<Cod
 
 std::string ThresholdCodec::spec() const {
   char buffer[32];
-  const auto result = std::to_chars(buffer, buffer + sizeof buffer, config_.value);  // shortest round trip
+  const auto result =
+      std::to_chars(buffer, buffer + sizeof buffer, config_.value);  // shortest round trip
   return "threshold:value=" + std::string(buffer, result.ptr);
 }
 
@@ -85,7 +86,8 @@ size_t ThresholdCodec::max_payload_bytes(const TensorView& like) const {
   return sparse_payload_bound(like.count, like.count);
 }
 
-Status ThresholdCodec::encode(const TensorView& input, const EncodeContext& /*context: no randomness*/, uint8_t* out,
+Status ThresholdCodec::encode(const TensorView& input,
+                              const EncodeContext& /*context: no randomness*/, uint8_t* out,
                               size_t capacity, size_t* written) const {
   TG_RETURN_IF_ERROR(check_sparse_tensor(CodecId::kThreshold, input, "input"));
   const size_t bound = max_payload_bytes(input);
@@ -108,15 +110,16 @@ Status ThresholdCodec::encode(const TensorView& input, const EncodeContext& /*co
     if (!gather(x, n, threshold, &indices, &values, &bad)) {
       return nonfinite_input(CodecId::kThreshold, bad, element_value(input, bad));
     }
-    return write_sparse_payload(CodecId::kThreshold, input.dtype, 0, n, indices.data(), values.data(), kept, out,
-                                capacity, written);
+    return write_sparse_payload(CodecId::kThreshold, input.dtype, 0, n, indices.data(),
+                                values.data(), kept, out, capacity, written);
   }
   PayloadWriter writer(out, capacity);
   write_sparse_prefix(&writer, CodecId::kThreshold, input.dtype, 0, n, kept, layout);
   uint8_t* body = writer.claim(sparse_body_bytes(n, kept, layout));
   TG_RETURN_IF_ERROR(writer.status());
-  const bool finite = layout == SparseLayout::kBitmap ? fill_bitmap(x, n, threshold, body, body + (n + 7) / 8)
-                                                      : fill_dense(x, n, threshold, body);
+  const bool finite = layout == SparseLayout::kBitmap
+                          ? fill_bitmap(x, n, threshold, body, body + (n + 7) / 8)
+                          : fill_dense(x, n, threshold, body);
   if (!finite) {
     bad = first_nonfinite(x, n);
     return nonfinite_input(CodecId::kThreshold, bad, element_value(input, bad));
@@ -125,11 +128,13 @@ Status ThresholdCodec::encode(const TensorView& input, const EncodeContext& /*co
   return Status::ok();
 }
 
-Status ThresholdCodec::decode(const uint8_t* payload, size_t bytes, const TensorView& output) const {
+Status ThresholdCodec::decode(const uint8_t* payload, size_t bytes,
+                              const TensorView& output) const {
   return decode_sparse_payload(CodecId::kThreshold, 0, payload, bytes, output, /*add=*/false);
 }
 
-Status ThresholdCodec::decode_add(const uint8_t* payload, size_t bytes, const TensorView& output) const {
+Status ThresholdCodec::decode_add(const uint8_t* payload, size_t bytes,
+                                  const TensorView& output) const {
   return decode_sparse_payload(CodecId::kThreshold, 0, payload, bytes, output, /*add=*/true);
 }
 

@@ -31,8 +31,8 @@ class ThresholdCodec final : public Codec {
   CodecId id() const override { return CodecId::kThreshold; }
   std::string spec() const override;
   size_t max_payload_bytes(const TensorView& like) const override;
-  Status encode(const TensorView& input, const EncodeContext& context, uint8_t* out, size_t capacity,
-                size_t* written) const override;
+  Status encode(const TensorView& input, const EncodeContext& context, uint8_t* out,
+                size_t capacity, size_t* written) const override;
   Status decode(const uint8_t* payload, size_t bytes, const TensorView& output) const override;
   Status decode_add(const uint8_t* payload, size_t bytes, const TensorView& output) const override;
   bool deterministic() const override { return true; }

@@ -29,13 +29,15 @@ Status TopKCodec::create(const TopKConfig& config, std::unique_ptr<Codec>* codec
     TG_CHECK_ARG(std::isfinite(config.ratio) && config.ratio >= 0 && config.ratio <= 1,
                  "topk: ratio must be in [0, 1], got " + format_spec_double(config.ratio));
   }
-  TG_CHECK_ARG(config.mode == TopKMode::kExact || config.mode == TopKMode::kApprox, "topk: unknown mode");
+  TG_CHECK_ARG(config.mode == TopKMode::kExact || config.mode == TopKMode::kApprox,
+               "topk: unknown mode");
   codec->reset(new TopKCodec(config));
   return Status::ok();
 }
 
 std::string TopKCodec::spec() const {
-  const std::string size = config_.k >= 0 ? "k=" + std::to_string(config_.k) : "ratio=" + format_spec_double(config_.ratio);
+  const std::string size = config_.k >= 0 ? "k=" + std::to_string(config_.k)
+                                          : "ratio=" + format_spec_double(config_.ratio);
   return "topk:" + size + (config_.mode == TopKMode::kApprox ? ",mode=approx" : ",mode=exact");
 }
 
@@ -49,8 +51,8 @@ size_t TopKCodec::max_payload_bytes(const TensorView& like) const {
   return sparse_payload_bound(like.count, k_for(like.count));
 }
 
-Status TopKCodec::encode(const TensorView& input, const EncodeContext& context, uint8_t* out, size_t capacity,
-                         size_t* written) const {
+Status TopKCodec::encode(const TensorView& input, const EncodeContext& context, uint8_t* out,
+                         size_t capacity, size_t* written) const {
   TG_RETURN_IF_ERROR(check_sparse_tensor(CodecId::kTopK, input, "input"));
   const size_t bound = max_payload_bytes(input);
   TG_CHECK_ARG(capacity >= bound, "topk codec: output capacity " + std::to_string(capacity) +
@@ -64,23 +66,28 @@ Status TopKCodec::encode(const TensorView& input, const EncodeContext& context, 
     // Everything is kept: send the tensor as it is, once checked.
     const int64_t bad = first_nonfinite(x, n);
     if (bad >= 0) return nonfinite_input(CodecId::kTopK, bad, element_value(input, bad));
-    return write_dense_sparse_payload(CodecId::kTopK, input.dtype, flags, n, x, out, capacity, written);
+    return write_dense_sparse_payload(CodecId::kTopK, input.dtype, flags, n, x, out, capacity,
+                                      written);
   }
   TopKSelection selection;
-  select_top_k(x, n, k, config_.mode, &selection, nullptr, context.threads);  // the seed is not used
+  select_top_k(x, n, k, config_.mode, &selection, nullptr,
+               context.threads);  // the seed is not used
   if (selection.nonfinite >= 0) {
-    return nonfinite_input(CodecId::kTopK, selection.nonfinite, element_value(input, selection.nonfinite));
+    return nonfinite_input(CodecId::kTopK, selection.nonfinite,
+                           element_value(input, selection.nonfinite));
   }
-  return write_sparse_payload(CodecId::kTopK, input.dtype, flags, n, selection.indices.get(), selection.values.get(),
-                              selection.size, out, capacity, written);
+  return write_sparse_payload(CodecId::kTopK, input.dtype, flags, n, selection.indices.get(),
+                              selection.values.get(), selection.size, out, capacity, written);
 }
 
 Status TopKCodec::decode(const uint8_t* payload, size_t bytes, const TensorView& output) const {
-  return decode_sparse_payload(CodecId::kTopK, kTopKApproxFlag, payload, bytes, output, /*add=*/false);
+  return decode_sparse_payload(CodecId::kTopK, kTopKApproxFlag, payload, bytes, output,
+                               /*add=*/false);
 }
 
 Status TopKCodec::decode_add(const uint8_t* payload, size_t bytes, const TensorView& output) const {
-  return decode_sparse_payload(CodecId::kTopK, kTopKApproxFlag, payload, bytes, output, /*add=*/true);
+  return decode_sparse_payload(CodecId::kTopK, kTopKApproxFlag, payload, bytes, output,
+                               /*add=*/true);
 }
 
 Status make_topk_codec(CodecParams& params, std::unique_ptr<Codec>* codec) {
@@ -90,7 +97,8 @@ Status make_topk_codec(CodecParams& params, std::unique_ptr<Codec>* codec) {
   TG_RETURN_IF_ERROR(params.get_double("ratio", 0.01, 0, 1, &config.ratio));
   TG_RETURN_IF_ERROR(params.get_int("k", -1, 0, kMaxSparseCount, &k));
   TG_RETURN_IF_ERROR(params.get_choice("mode", "exact", {"exact", "approx"}, &mode));
-  if (params.has("k") && params.has("ratio")) return params.invalid("k", "a count, given instead of ratio (not with it)");
+  if (params.has("k") && params.has("ratio"))
+    return params.invalid("k", "a count, given instead of ratio (not with it)");
   config.k = params.has("k") ? k : -1;
   config.mode = mode == "approx" ? TopKMode::kApprox : TopKMode::kExact;
   return TopKCodec::create(config, codec);

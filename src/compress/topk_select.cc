@@ -6,11 +6,11 @@
 #include <functional>
 #include <memory>
 
+#include "base/types.h"
 #include "compress/float_io.h"
 #include "compress/magnitude_scan.h"
 #include "compress/parallel.h"
 #include "compress/seeded_random.h"
-#include "base/types.h"
 
 namespace tidegate {
 namespace {
@@ -28,7 +28,8 @@ constexpr int64_t kMinBlocksPerThread = int64_t{1} << 16;
 // a block's hits can be appended before the capacity check of the next block.
 struct Candidates {
   explicit Candidates(int64_t slots) : capacity(slots) {
-    kept.indices = std::make_unique_for_overwrite<int64_t[]>(static_cast<size_t>(slots + kScanBlock));
+    kept.indices =
+        std::make_unique_for_overwrite<int64_t[]>(static_cast<size_t>(slots + kScanBlock));
     kept.values = std::make_unique_for_overwrite<float[]>(static_cast<size_t>(slots + kScanBlock));
   }
   int64_t capacity;
@@ -40,7 +41,9 @@ struct Candidates {
 // of the weakest one kept. Of the candidates with exactly that magnitude, the lowest-indexed win.
 uint32_t keep_best(Candidates* c, int64_t keep) {
   TopKSelection& b = c->kept;
-  if (!c->scratch) c->scratch = std::make_unique_for_overwrite<uint32_t[]>(static_cast<size_t>(c->capacity + kScanBlock));
+  if (!c->scratch)
+    c->scratch =
+        std::make_unique_for_overwrite<uint32_t[]>(static_cast<size_t>(c->capacity + kScanBlock));
   uint32_t* magnitudes = c->scratch.get();
   for (int64_t i = 0; i < b.size; ++i) magnitudes[i] = magnitude_bits(b.values[i]);
   std::nth_element(magnitudes, magnitudes + (keep - 1), magnitudes + b.size, std::greater<>());
@@ -83,8 +86,8 @@ int64_t append_hits(const float* x, int64_t begin, uint32_t hits, TopKSelection*
 // Collects x[i], i in [begin, end), with magnitude >= threshold into c, compacting to the best
 // k whenever fewer than a block's worth of slots remain (capacity >= 2k + 2 blocks, or at least
 // end - begin). begin is a multiple of kScanBlock. Returns the first non-finite index, or -1.
-int64_t collect(const float* x, int64_t begin, int64_t end, int64_t k, uint32_t threshold, Candidates* c,
-                int64_t* compactions) {
+int64_t collect(const float* x, int64_t begin, int64_t end, int64_t k, uint32_t threshold,
+                Candidates* c, int64_t* compactions) {
   for (int64_t i = begin; i < end; i += kScanBlock) {
     if (c->kept.size + kScanBlock > c->capacity) {
       threshold = keep_best(c, k) + 1;  // the weakest kept is finite, so threshold <= +Inf's bits
@@ -94,7 +97,8 @@ int64_t collect(const float* x, int64_t begin, int64_t end, int64_t k, uint32_t 
     if (i + kScanBlock <= end) {
       hits = block_magnitude_mask(x + i, threshold);
     } else {
-      for (int64_t j = i; j < end; ++j) hits |= magnitude_bits(x[j]) >= threshold ? 1u << (j - i) : 0u;
+      for (int64_t j = i; j < end; ++j)
+        hits |= magnitude_bits(x[j]) >= threshold ? 1u << (j - i) : 0u;
     }
     if (hits == 0) continue;
     const int64_t bad = append_hits(x, i, hits, &c->kept);
@@ -107,18 +111,21 @@ int64_t collect(const float* x, int64_t begin, int64_t end, int64_t k, uint32_t 
 // keeps its own best k (any of them may hold the whole top k); the buffers are concatenated in
 // range order, so the merged buffer is in index order and holds the same top k, or (when no
 // range compacted) exactly the elements at or above the threshold, for any number of ranges.
-int64_t collect_ranges(const float* x, int64_t n, int64_t k, uint32_t threshold, int64_t expected, int ranges,
-                       Candidates* merged, TopKStats* stats) {
+int64_t collect_ranges(const float* x, int64_t n, int64_t k, uint32_t threshold, int64_t expected,
+                       int ranges, Candidates* merged, TopKStats* stats) {
   const int64_t blocks = (n + kScanBlock - 1) / kScanBlock;
   std::vector<std::unique_ptr<Candidates>> parts(static_cast<size_t>(ranges));
-  std::vector<int64_t> bad(static_cast<size_t>(ranges), -1), compactions(static_cast<size_t>(ranges), 0);
+  std::vector<int64_t> bad(static_cast<size_t>(ranges), -1),
+      compactions(static_cast<size_t>(ranges), 0);
   const Status st = parallel_ranges(ranges, ranges, 1, [&](int64_t first, int64_t last) {
     for (int64_t r = first; r < last; ++r) {
       int64_t block = 0, count = 0;
       block_range(blocks, ranges, static_cast<int>(r), &block, &count);
       const int64_t begin = block * kScanBlock, end = std::min(n, (block + count) * kScanBlock);
-      const auto share = static_cast<int64_t>(static_cast<double>(expected) * (end - begin) / n) + 1;
-      parts[r] = std::make_unique<Candidates>(std::min(end - begin, 2 * std::max(k, share) + 4 * kScanBlock));
+      const auto share =
+          static_cast<int64_t>(static_cast<double>(expected) * (end - begin) / n) + 1;
+      parts[r] = std::make_unique<Candidates>(
+          std::min(end - begin, 2 * std::max(k, share) + 4 * kScanBlock));
       bad[r] = collect(x, begin, end, k, threshold, parts[r].get(), &compactions[r]);
     }
     return Status::ok();
@@ -137,8 +144,10 @@ int64_t collect_ranges(const float* x, int64_t n, int64_t k, uint32_t threshold,
   *merged = Candidates(std::max<int64_t>(total, 1));
   for (int r = 0; r < ranges; ++r) {
     const TopKSelection& part = parts[r]->kept;
-    std::copy(part.indices.get(), part.indices.get() + part.size, merged->kept.indices.get() + merged->kept.size);
-    std::copy(part.values.get(), part.values.get() + part.size, merged->kept.values.get() + merged->kept.size);
+    std::copy(part.indices.get(), part.indices.get() + part.size,
+              merged->kept.indices.get() + merged->kept.size);
+    std::copy(part.values.get(), part.values.get() + part.size,
+              merged->kept.values.get() + merged->kept.size);
     merged->kept.size += part.size;
   }
   return -1;
@@ -151,7 +160,8 @@ uint32_t sampled_threshold(const float* x, int64_t n, int64_t k, int64_t* expect
   for (int64_t s = 0; s < kSampleSize; ++s) {
     // Stratum s of kSampleSize: [n s / S, n (s + 1) / S), in 128 bits (n s can pass 2^63).
     const auto begin = static_cast<int64_t>(static_cast<seeded_u128>(n) * s / kSampleSize);
-    const auto length = static_cast<int64_t>(static_cast<seeded_u128>(n) * (s + 1) / kSampleSize) - begin;
+    const auto length =
+        static_cast<int64_t>(static_cast<seeded_u128>(n) * (s + 1) / kSampleSize) - begin;
     const int64_t position = begin + static_cast<int64_t>(seeded_below(kSampleSeed, s, length));
     sample[s] = std::min(magnitude_bits(x[position]), kNonFiniteMagnitude);
   }
@@ -168,7 +178,9 @@ uint32_t sampled_threshold(const float* x, int64_t n, int64_t k, int64_t* expect
 
 }  // namespace
 
-int64_t approx_min_kept(int64_t k) { return static_cast<int64_t>(std::ceil(kApproxLowerBound * k)); }
+int64_t approx_min_kept(int64_t k) {
+  return static_cast<int64_t>(std::ceil(kApproxLowerBound * k));
+}
 
 void select_top_k_full(const float* x, int64_t n, int64_t k, TopKSelection* out) {
   *out = TopKSelection();
@@ -177,7 +189,8 @@ void select_top_k_full(const float* x, int64_t n, int64_t k, TopKSelection* out)
   if (k <= 0 || out->nonfinite >= 0) return;
   auto magnitudes = std::make_unique_for_overwrite<uint32_t[]>(static_cast<size_t>(n));
   for (int64_t i = 0; i < n; ++i) magnitudes[i] = magnitude_bits(x[i]);
-  std::nth_element(magnitudes.get(), magnitudes.get() + (k - 1), magnitudes.get() + n, std::greater<>());
+  std::nth_element(magnitudes.get(), magnitudes.get() + (k - 1), magnitudes.get() + n,
+                   std::greater<>());
   const uint32_t weakest = magnitudes[k - 1];
   magnitudes.reset();
   int64_t ties_left = k - count_magnitude_at_least(x, n, weakest + 1);
@@ -193,8 +206,8 @@ void select_top_k_full(const float* x, int64_t n, int64_t k, TopKSelection* out)
   }
 }
 
-void select_top_k(const float* x, int64_t n, int64_t k, TopKMode mode, TopKSelection* out, TopKStats* stats,
-                  int threads) {
+void select_top_k(const float* x, int64_t n, int64_t k, TopKMode mode, TopKSelection* out,
+                  TopKStats* stats, int threads) {
   k = std::clamp<int64_t>(k, 0, n);
   // The sample pays only when the tensor is much larger than it and k is a small fraction.
   if (k == 0 || n < 4 * kSampleSize || k > n / 16) {
@@ -207,8 +220,8 @@ void select_top_k(const float* x, int64_t n, int64_t k, TopKMode mode, TopKSelec
   select_top_k_above(x, n, k, mode, threshold, expected, out, stats, threads);
 }
 
-void select_top_k_above(const float* x, int64_t n, int64_t k, TopKMode mode, uint32_t threshold, int64_t expected,
-                        TopKSelection* out, TopKStats* stats, int threads) {
+void select_top_k_above(const float* x, int64_t n, int64_t k, TopKMode mode, uint32_t threshold,
+                        int64_t expected, TopKSelection* out, TopKStats* stats, int threads) {
   TopKStats local;
   if (stats == nullptr) stats = &local;
   *stats = TopKStats();
@@ -216,7 +229,8 @@ void select_top_k_above(const float* x, int64_t n, int64_t k, TopKMode mode, uin
   stats->threshold = threshold = std::min(threshold, kNonFiniteMagnitude);
   k = std::clamp<int64_t>(k, 1, n);
   const int64_t blocks = (n + kScanBlock - 1) / kScanBlock;
-  const int ranges = static_cast<int>(std::clamp<int64_t>(blocks / kMinBlocksPerThread, 1, std::max(threads, 1)));
+  const int ranges =
+      static_cast<int>(std::clamp<int64_t>(blocks / kMinBlocksPerThread, 1, std::max(threads, 1)));
   Candidates c(0);
   const int64_t bad = collect_ranges(x, n, k, threshold, expected, ranges, &c, stats);
   if (bad < 0 && c.kept.size >= k) {

@@ -44,16 +44,20 @@ struct TopKSelection {
   int64_t nonfinite = -1;  // >= 0: the first NaN/Inf element; then nothing was selected
 
   // Copies, for tests and tools.
-  std::vector<int64_t> index_list() const { return std::vector<int64_t>(indices.get(), indices.get() + size); }
-  std::vector<float> value_list() const { return std::vector<float>(values.get(), values.get() + size); }
+  std::vector<int64_t> index_list() const {
+    return std::vector<int64_t>(indices.get(), indices.get() + size);
+  }
+  std::vector<float> value_list() const {
+    return std::vector<float>(values.get(), values.get() + size);
+  }
 };
 
 // How a selection went, for tests and benchmarks.
 struct TopKStats {
-  bool sampled = false;       // the sampled strategy ran
-  bool fell_back = false;     // it fell back to the full strategy
-  int64_t compactions = 0;    // buffer compactions during the collecting pass
-  uint32_t threshold = 0;     // sampled threshold (magnitude bits)
+  bool sampled = false;     // the sampled strategy ran
+  bool fell_back = false;   // it fell back to the full strategy
+  int64_t compactions = 0;  // buffer compactions during the collecting pass
+  uint32_t threshold = 0;   // sampled threshold (magnitude bits)
 };
 
 // Selects the top min(k, n) of x[0, n) (exact), or the exact top k' for some
@@ -67,8 +71,9 @@ void select_top_k(const float* x, int64_t n, int64_t k, TopKMode mode, TopKSelec
 // The sampled strategy's collecting pass from a given threshold (magnitude bits, clamped to
 // +Inf's) with `expected` elements expected at or above it; select_top_k() estimates both.
 // Tests use it to force the shortfall paths. n >= 1, 1 <= k <= n.
-void select_top_k_above(const float* x, int64_t n, int64_t k, TopKMode mode, uint32_t threshold, int64_t expected,
-                        TopKSelection* out, TopKStats* stats = nullptr, int threads = 1);
+void select_top_k_above(const float* x, int64_t n, int64_t k, TopKMode mode, uint32_t threshold,
+                        int64_t expected, TopKSelection* out, TopKStats* stats = nullptr,
+                        int threads = 1);
 
 // The full strategy alone (the reference the sampled one must match; also used by tests).
 void select_top_k_full(const float* x, int64_t n, int64_t k, TopKSelection* out);

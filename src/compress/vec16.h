@@ -45,10 +45,11 @@ TG_INLINE void uniform(uint32_t counter, uint32_t key, f32& u) {
 // counter of x[0]. Body is a functor with a TG_INLINE operator() (a lambda's body could be
 // compiled out of line, as baseline code).
 template <typename Body>
-TG_INLINE void for_each_group(const float* TG_RESTRICT x, int64_t m, uint32_t counter, int32_t* TG_RESTRICT codes,
-                              const Body& body) {
+TG_INLINE void for_each_group(const float* TG_RESTRICT x, int64_t m, uint32_t counter,
+                              int32_t* TG_RESTRICT codes, const Body& body) {
   const int64_t whole = m / kWidth * kWidth;
-  for (int64_t j = 0; j < whole; j += kWidth) body(x + j, counter + static_cast<uint32_t>(j), codes + j);
+  for (int64_t j = 0; j < whole; j += kWidth)
+    body(x + j, counter + static_cast<uint32_t>(j), codes + j);
   if (whole < m) {
     float padded[kWidth] = {};
     int32_t out[kWidth];
@@ -59,7 +60,8 @@ TG_INLINE void for_each_group(const float* TG_RESTRICT x, int64_t m, uint32_t co
 }
 
 // codes[j] = (uint8_t)wide[j]: a loop GCC vectorises with pack instructions.
-TG_INLINE void narrow_codes(const int32_t* TG_RESTRICT wide, int64_t m, uint8_t* TG_RESTRICT codes) {
+TG_INLINE void narrow_codes(const int32_t* TG_RESTRICT wide, int64_t m,
+                            uint8_t* TG_RESTRICT codes) {
   for (int64_t j = 0; j < m; ++j) codes[j] = static_cast<uint8_t>(wide[j]);
 }
 

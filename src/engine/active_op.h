@@ -34,7 +34,7 @@ struct Lane {
 };
 
 struct OpPhase {
-  TaskContext context;                   // transport and channel of this phase
+  TaskContext context;  // transport and channel of this phase
   Lane lane;
   std::unique_ptr<CollectiveTask> task;  // null once the phase finished
   bool started = false;
@@ -42,8 +42,8 @@ struct OpPhase {
 
 struct ActiveOp {
   std::shared_ptr<Request> request;
-  CollectiveArgs args;       // as the tasks see them (a re-planning round gets engine buffers)
-  PlanDecision decision;     // planner's choice (transport_index, algorithm); unset without one
+  CollectiveArgs args;          // as the tasks see them (a re-planning round gets engine buffers)
+  PlanDecision decision;        // planner's choice (transport_index, algorithm); unset without one
   std::vector<OpPhase> phases;  // in order: [identity check,] the op's own task
   size_t current = 0;           // index of the phase running or waiting to start
   bool finished = false;        // every phase is done; the request completes in posting order

@@ -120,12 +120,14 @@ void ProgressEngine::fail(const Status& reason) {
   std::deque<ActiveOp> in_flight;
   in_flight.swap(active_);
   for (ActiveOp& op : in_flight) {
-    op.request->complete(Status(reason.code(), op_label(op.request->args()) + ": " + reason.message()));
+    op.request->complete(
+        Status(reason.code(), op_label(op.request->args()) + ": " + reason.message()));
   }
   for (auto& request : victims) {
     request->complete(Status(reason.code(), op_label(request->args()) +
                                                 " was not run because the communicator failed "
-                                                "earlier: " + reason.message()));
+                                                "earlier: " +
+                                                reason.message()));
   }
 }
 
@@ -155,7 +157,8 @@ void ProgressEngine::admit_ops() {
   }
 }
 
-Status ProgressEngine::add_phase(ActiveOp& op, Transport* transport, const AlgorithmRow& algorithm) {
+Status ProgressEngine::add_phase(ActiveOp& op, Transport* transport,
+                                 const AlgorithmRow& algorithm) {
   OpPhase phase;
   phase.context = context_;
   phase.context.transport = transport;
@@ -242,7 +245,8 @@ void ProgressEngine::on_op_finished(ActiveOp& op) {
   if (op.args.replan_round) {
     // Every rank now holds the same sums: every rank re-plans (or not) identically.
     if (planner_->apply_replan_statistics(op.replan_buffer.data())) {
-      TG_LOG(kInfo, "rank " + std::to_string(context_.rank), "re-planned:\n" + planner_->plan_table());
+      TG_LOG(kInfo, "rank " + std::to_string(context_.rank),
+             "re-planned:\n" + planner_->plan_table());
     }
     return;
   }
@@ -322,13 +326,15 @@ Status ProgressEngine::wait_on_wire() {
     TG_RETURN_IF_ERROR(poll_transports(running, Milliseconds(0), &any));
   }
   if (any) return Status::ok();
-  const Milliseconds share(std::max<int64_t>(1, kMaxBlock.count() / static_cast<int64_t>(running.size())));
+  const Milliseconds share(
+      std::max<int64_t>(1, kMaxBlock.count() / static_cast<int64_t>(running.size())));
   return poll_transports(running, running.size() == 1 ? kMaxBlock : share, &any);
 }
 
 Status ProgressEngine::progress_idle() {
   // One transport blocks as before; several share the wait so each is looked at promptly.
-  const Milliseconds share(std::max<int64_t>(1, kMaxBlock.count() / static_cast<int64_t>(transports_.size())));
+  const Milliseconds share(
+      std::max<int64_t>(1, kMaxBlock.count() / static_cast<int64_t>(transports_.size())));
   for (Transport* transport : transports_) {
     bool activity = false;
     TG_RETURN_IF_ERROR(transport->progress(transports_.size() == 1 ? kMaxBlock : share, &activity));

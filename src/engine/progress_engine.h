@@ -97,15 +97,15 @@ class ProgressEngine {
   const int window_;                    // TIDEGATE_OPS_IN_FLIGHT
   mutable std::mutex mutex_;
   std::deque<std::shared_ptr<Request>> queue_;  // guarded by mutex_
-  Status failure_;                               // guarded by mutex_
-  bool stopping_ = false;                        // guarded by mutex_
-  bool draining_ = false;                        // guarded by mutex_
-  bool thread_running_ = false;                  // guarded by mutex_
-  Status pending_abort_;                         // guarded by mutex_; applied by the thread
+  Status failure_;                              // guarded by mutex_
+  bool stopping_ = false;                       // guarded by mutex_
+  bool draining_ = false;                       // guarded by mutex_
+  bool thread_running_ = false;                 // guarded by mutex_
+  Status pending_abort_;                        // guarded by mutex_; applied by the thread
 
   // Owned by the progress thread.
-  std::deque<ActiveOp> active_;             // the window, in posting order
-  std::vector<bool> transport_activity_;    // per transport: moved in the last wait_on_wire()
+  std::deque<ActiveOp> active_;           // the window, in posting order
+  std::vector<bool> transport_activity_;  // per transport: moved in the last wait_on_wire()
 
   std::thread thread_;
 };

@@ -17,9 +17,8 @@ constexpr size_t kRankedKeep = 3;
 // The size grid: 0, then [2^k, 2^(k+1)-1] up to 2^40, then one bucket to INT64_MAX.
 constexpr int kGridTopExponent = 40;
 
-constexpr OpKind kPlannedKinds[] = {OpKind::kAllreduce, OpKind::kReduceScatter,
-                                    OpKind::kAllgather, OpKind::kAllgatherv,
-                                    OpKind::kBroadcast, OpKind::kBarrier,
+constexpr OpKind kPlannedKinds[] = {OpKind::kAllreduce,  OpKind::kReduceScatter, OpKind::kAllgather,
+                                    OpKind::kAllgatherv, OpKind::kBroadcast,     OpKind::kBarrier,
                                     OpKind::kAlltoallv};
 
 const char* memory_name(tidegate_memory_t memory) {
@@ -122,7 +121,8 @@ Cell make_cell(const PlanInputs& in, OpKind kind, tidegate_memory_t memory) {
     // A native row is a candidate only where the transport's capabilities offer it.
     for (const AlgorithmRow* row : algorithms_for(kind)) {
       if (row->native() && !offers_native(kind, offer.capabilities)) continue;
-      cell.candidates.push_back({offer.name, static_cast<int>(t), row, in.profile.find(offer.name)});
+      cell.candidates.push_back(
+          {offer.name, static_cast<int>(t), row, in.profile.find(offer.name)});
     }
   }
   // The model decides only where it can price something; a cell it cannot price at all (no
@@ -131,8 +131,7 @@ Cell make_cell(const PlanInputs& in, OpKind kind, tidegate_memory_t memory) {
                                 [&](const Candidate& c) { return cost_of(in, c, kind, 0) >= 0; });
   cell.size_rule = in.use_size_rule || !any_priced;
   if (!cell.size_rule) {
-    std::erase_if(cell.candidates,
-                  [&](const Candidate& c) { return cost_of(in, c, kind, 0) < 0; });
+    std::erase_if(cell.candidates, [&](const Candidate& c) { return cost_of(in, c, kind, 0) < 0; });
   }
   return cell;
 }
@@ -154,8 +153,8 @@ Status attach_restrictions(const PlanInputs& in, const Config& config, Cell* cel
       cell->rules.push_back(&rule);
       (*matched)[i] = true;
     } else if (rule.kind && rule.memory) {
-      return config_error("TIDEGATE_TUNE rule '" + rule.text + "' leaves no choice: " +
-                          valid_names(*cell));
+      return config_error("TIDEGATE_TUNE rule '" + rule.text +
+                          "' leaves no choice: " + valid_names(*cell));
     }
   }
   return Status::ok();
@@ -182,8 +181,8 @@ std::vector<int64_t> bucket_starts(const Config& config, const Cell& cell) {
 // an entry is priced, representative of a range that spans a factor of two or more.
 int64_t representative_bytes(int64_t lo, int64_t hi) {
   if (hi == INT64_MAX) hi = lo > 0 ? lo * 2 : 1;
-  double middle = std::sqrt(static_cast<double>(std::max<int64_t>(lo, 1))) *
-                  std::sqrt(static_cast<double>(hi));
+  double middle =
+      std::sqrt(static_cast<double>(std::max<int64_t>(lo, 1))) * std::sqrt(static_cast<double>(hi));
   int64_t bytes = static_cast<int64_t>(middle);
   return std::clamp(bytes, lo, hi);
 }
@@ -229,7 +228,8 @@ std::vector<PlanChoice> rank(const PlanInputs& in, const Config& config, const C
     const Key& best = scored[cheapest].first;
     for (size_t j = cheapest + 1; j < scored.size(); ++j) {
       const Key& k = scored[j].first;
-      const bool same_group = std::get<0>(k) == std::get<0>(best) && std::get<1>(k) == std::get<1>(best);
+      const bool same_group =
+          std::get<0>(k) == std::get<0>(best) && std::get<1>(k) == std::get<1>(best);
       if (taken[j] || !same_group || std::get<2>(k) > std::get<2>(best) * kTieTolerance) continue;
       if (std::get<3>(k) < std::get<3>(scored[pick].first)) pick = j;
     }
@@ -297,9 +297,9 @@ Status check_tune_transports(const PlanInputs& in) {
   }
   for (const TuneRule& rule : in.tune) {
     if (!rule.transport.empty() && names.count(rule.transport) == 0) {
-      return config_error("TIDEGATE_TUNE rule '" + rule.text + "' names transport '" +
-                          rule.transport + "', which this communicator does not have (available: " +
-                          available + ")");
+      return config_error(
+          "TIDEGATE_TUNE rule '" + rule.text + "' names transport '" + rule.transport +
+          "', which this communicator does not have (available: " + available + ")");
     }
   }
   return Status::ok();
@@ -335,15 +335,17 @@ std::string json_string(const std::string& text) {
   std::string out = "\"";
   for (unsigned char c : text) {
     static const char kHex[] = "0123456789abcdef";
-    if (c == '"' || c == '\\') out += {'\\', static_cast<char>(c)};
-    else if (c < 0x20) out += {'\\', 'u', '0', '0', kHex[c >> 4], kHex[c & 0xf]};
-    else out += static_cast<char>(c);
+    if (c == '"' || c == '\\')
+      out += {'\\', static_cast<char>(c)};
+    else if (c < 0x20)
+      out += {'\\', 'u', '0', '0', kHex[c >> 4], kHex[c & 0xf]};
+    else
+      out += static_cast<char>(c);
   }
   return out + "\"";
 }
 
 std::string choice_name(const PlanChoice& c) { return c.transport + "/" + c.algorithm->name; }
-
 
 }  // namespace
 
@@ -375,8 +377,8 @@ Status Plan::build(const PlanInputs& inputs, Plan* plan) {
     for (const Cell& cell : cells) {  // name the valid choices of the first cell it targets
       if ((rule.kind && *rule.kind != cell.kind) || (rule.memory && *rule.memory != cell.memory))
         continue;
-      return config_error("TIDEGATE_TUNE rule '" + rule.text + "' matches no choice: " +
-                          valid_names(cell));
+      return config_error("TIDEGATE_TUNE rule '" + rule.text +
+                          "' matches no choice: " + valid_names(cell));
     }
   }
   std::vector<PlanEntry> entries;
@@ -399,7 +401,8 @@ std::string Plan::to_table() const {
   for (const PlanEntry& e : entries_) {
     rows.push_back({op_kind_name(e.kind), memory_name(e.memory),
                     human_bytes(e.min_bytes) + ".." + human_bytes(e.max_bytes),
-                    choice_name(e.ranked.front()), format_number(e.ranked.front().predicted_us, true),
+                    choice_name(e.ranked.front()),
+                    format_number(e.ranked.front().predicted_us, true),
                     e.ranked.size() > 1 ? choice_name(e.ranked[1]) : "-", e.tuned ? "yes" : ""});
   }
   std::vector<size_t> widths(rows.front().size(), 0);

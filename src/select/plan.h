@@ -20,8 +20,8 @@ namespace tidegate {
 
 struct PlanChoice {
   std::string transport;
-  int transport_index = 0;                   // into PlanInputs::transports (communicator order)
-  const AlgorithmRow* algorithm = nullptr;   // a row of collectives/algorithm_table.h
+  int transport_index = 0;                  // into PlanInputs::transports (communicator order)
+  const AlgorithmRow* algorithm = nullptr;  // a row of collectives/algorithm_table.h
   std::string algorithm_name() const { return algorithm != nullptr ? algorithm->name : ""; }
   // At the entry's representative size: its geometric middle, with an open-ended last range
   // taken as [min_bytes, 2 * min_bytes]. 0 when the model has no figures for the choice.
@@ -32,9 +32,9 @@ struct PlanEntry {
   OpKind kind = OpKind::kAllreduce;
   tidegate_memory_t memory = TIDEGATE_MEMORY_HOST;
   int64_t min_bytes = 0;
-  int64_t max_bytes = INT64_MAX;     // inclusive
-  std::vector<PlanChoice> ranked;    // best first; never empty
-  bool tuned = false;                // restricted by TIDEGATE_TUNE or TIDEGATE_ALGO
+  int64_t max_bytes = INT64_MAX;   // inclusive
+  std::vector<PlanChoice> ranked;  // best first; never empty
+  bool tuned = false;              // restricted by TIDEGATE_TUNE or TIDEGATE_ALGO
 };
 
 // A transport the plan may use: its name and what it can do.
@@ -48,8 +48,8 @@ struct PlanInputs {
   ProbeProfile profile;
   std::vector<TransportOffer> transports;  // in communicator order
   std::vector<TuneRule> tune;
-  const Config* config = nullptr;          // TIDEGATE_ALGO forced algorithms, size-rule
-                                           // thresholds (nullptr = the table's defaults)
+  const Config* config = nullptr;  // TIDEGATE_ALGO forced algorithms, size-rule
+                                   // thresholds (nullptr = the table's defaults)
   Corrections corrections;
   // When true (the probe is off), the top choice follows the fixed size rule
   // (select/size_rule.h) on the first transport that takes the memory kind, exactly at the

@@ -11,10 +11,14 @@ namespace {
 
 std::optional<NativeCollective> native_kind(OpKind kind) {
   switch (kind) {
-    case OpKind::kAllreduce: return NativeCollective::kAllreduce;
-    case OpKind::kAllgather: return NativeCollective::kAllgather;
-    case OpKind::kReduceScatter: return NativeCollective::kReduceScatter;
-    default: return std::nullopt;
+    case OpKind::kAllreduce:
+      return NativeCollective::kAllreduce;
+    case OpKind::kAllgather:
+      return NativeCollective::kAllgather;
+    case OpKind::kReduceScatter:
+      return NativeCollective::kReduceScatter;
+    default:
+      return std::nullopt;
   }
 }
 
@@ -50,8 +54,8 @@ Status Planner::choose(const CollectiveArgs& args, PlanDecision* decision) const
     if (algorithm == nullptr || algorithm->collective != args.kind) return false;
     if (algorithm->native()) {
       std::optional<NativeCollective> kind = native_kind(args.kind);
-      return kind.has_value() && transports_[index]->supports_native(
-                                     *kind, args.input.dtype, args.reduce_op, memory);
+      return kind.has_value() &&
+             transports_[index]->supports_native(*kind, args.input.dtype, args.reduce_op, memory);
     }
     // tidegate's own algorithms reduce and copy on the host.
     return (memory == TIDEGATE_MEMORY_HOST || !algorithm->host_only()) &&
@@ -86,7 +90,8 @@ Status Planner::choose(const CollectiveArgs& args, PlanDecision* decision) const
     decision->entry_index = decision->choice_index = -1;  // not the plan's: not recorded
     if (!runnable(decision->transport_index, decision->algorithm)) {
       return unsupported("forced " + decision->transport + "/" + decision->algorithm->name +
-                         " cannot run " + op_kind_name(args.kind) + " of this dtype, op and memory");
+                         " cannot run " + op_kind_name(args.kind) +
+                         " of this dtype, op and memory");
     }
     return Status::ok();
   }
@@ -101,8 +106,8 @@ Status Planner::choose(const CollectiveArgs& args, PlanDecision* decision) const
       const PlanChoice& choice = entry->ranked[static_cast<size_t>(c)];
       const int index = choice.transport_index;
       if (runnable(index, choice.algorithm)) {
-        *decision = {index, choice.transport, choice.algorithm, choice.predicted_us,
-                     static_cast<int>(e), c};
+        *decision = {
+            index, choice.transport, choice.algorithm, choice.predicted_us, static_cast<int>(e), c};
         return Status::ok();
       }
     }
@@ -132,7 +137,8 @@ Status Planner::choose(const CollectiveArgs& args, PlanDecision* decision) const
                      " memory: no transport of this communicator can run it (transports: " +
                      [&] {
                        std::string names;
-                       for (Transport* t : transports_) names += std::string(names.empty() ? "" : ", ") + t->name();
+                       for (Transport* t : transports_)
+                         names += std::string(names.empty() ? "" : ", ") + t->name();
                        return names;
                      }() +
                      ")");
@@ -147,7 +153,8 @@ void Planner::record(const CollectiveArgs& args, const PlanDecision& decision, d
   const CostQuery query{args.kind, plan_bytes(args), inputs_.size};
   const double predicted = predicted_us(inputs_.profile, *link, *decision.algorithm, query, {});
   if (!(predicted > 0)) return;
-  const size_t k = slot(static_cast<size_t>(decision.entry_index), static_cast<size_t>(decision.choice_index));
+  const size_t k =
+      slot(static_cast<size_t>(decision.entry_index), static_cast<size_t>(decision.choice_index));
   local_[2 * k] += std::log(measured_us / predicted);
   local_[2 * k + 1] += 1.0;
 }
@@ -212,8 +219,9 @@ std::string Planner::plan_table() const {
     if (overrides_[e] < 0) continue;
     const PlanEntry& entry = plan_.entries()[e];
     const PlanChoice& now = entry.ranked[static_cast<size_t>(overrides_[e])];
-    text += std::string("online: ") + op_kind_name(entry.kind) + " " + std::to_string(entry.min_bytes) +
-            ".." + (entry.max_bytes == INT64_MAX ? std::string("inf") : std::to_string(entry.max_bytes)) +
+    text += std::string("online: ") + op_kind_name(entry.kind) + " " +
+            std::to_string(entry.min_bytes) + ".." +
+            (entry.max_bytes == INT64_MAX ? std::string("inf") : std::to_string(entry.max_bytes)) +
             " B now runs " + now.transport + "/" + now.algorithm->name + " (measured)\n";
   }
   return text;

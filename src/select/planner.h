@@ -22,19 +22,19 @@
 #include <string>
 #include <vector>
 
-#include "collectives/collective_args.h"
 #include "base/transport.h"
+#include "collectives/collective_args.h"
 #include "select/plan.h"
 
 namespace tidegate {
 
 struct PlanDecision {
-  int transport_index = 0;   // into the communicator's transports
+  int transport_index = 0;  // into the communicator's transports
   std::string transport;
   const AlgorithmRow* algorithm = nullptr;
   std::string algorithm_name() const { return algorithm != nullptr ? algorithm->name : ""; }
-  double predicted_us = 0;   // at the entry's representative size; 0 when forced or fallback
-  int entry_index = -1;      // plan entry and ranked choice the op ran (-1: not from the plan)
+  double predicted_us = 0;  // at the entry's representative size; 0 when forced or fallback
+  int entry_index = -1;     // plan entry and ranked choice the op ran (-1: not from the plan)
   int choice_index = -1;
 };
 
@@ -75,8 +75,8 @@ class Planner {
 
   PlanInputs inputs_;
   std::vector<Transport*> transports_;
-  mutable std::mutex mutex_;  // guards overrides_ and replans_
-  Plan plan_;                 // built once; online changes live in overrides_
+  mutable std::mutex mutex_;    // guards overrides_ and replans_
+  Plan plan_;                   // built once; online changes live in overrides_
   std::vector<int> overrides_;  // per entry: ranked choice in use (-1 = the model's first)
   int replans_ = 0;
   std::vector<double> local_;   // progress thread: this rank's (log ratio sum, count) per slot

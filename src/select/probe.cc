@@ -35,7 +35,8 @@ Status check_inputs(const ProbeInputs& inputs) {
   TG_CHECK_ARG(inputs.config != nullptr, "run_probe needs a config");
   TG_CHECK_ARG(inputs.size >= 1, "run_probe: size must be at least 1");
   TG_CHECK_ARG(inputs.rank >= 0 && inputs.rank < inputs.size, "run_probe: rank out of range");
-  TG_CHECK_ARG(inputs.size == 1 || inputs.store != nullptr, "run_probe needs a store for several ranks");
+  TG_CHECK_ARG(inputs.size == 1 || inputs.store != nullptr,
+               "run_probe needs a store for several ranks");
   for (const Transport* transport : inputs.transports) {
     TG_CHECK_ARG(transport != nullptr, "run_probe: null transport");
   }
@@ -53,16 +54,21 @@ bool load_cache(const ProbeInputs& inputs, const std::vector<std::string>& names
       TG_LOG(kInfo, who(0), "bandwidth probe: using the cached profile in " + path);
       return true;
     case CacheLoad::kMissing:
-      TG_LOG(kInfo, who(0), "bandwidth probe: no cache in " + path + " yet (" + why + "); measuring");
+      TG_LOG(kInfo, who(0),
+             "bandwidth probe: no cache in " + path + " yet (" + why + "); measuring");
       return false;
     case CacheLoad::kMismatch:
-      TG_LOG(kInfo, who(0), "bandwidth probe: not using the cache " + path + ": " + why + "; measuring");
+      TG_LOG(kInfo, who(0),
+             "bandwidth probe: not using the cache " + path + ": " + why + "; measuring");
       return false;
     case CacheLoad::kMalformed:
       break;
   }
-  TG_LOG(kWarn, who(0), "bandwidth probe: ignoring the cache file " + path + ", which is not a valid "
-         "profile (" + why + "); measuring again and overwriting it");
+  TG_LOG(kWarn, who(0),
+         "bandwidth probe: ignoring the cache file " + path +
+             ", which is not a valid "
+             "profile (" +
+             why + "); measuring again and overwriting it");
   return false;
 }
 
@@ -79,7 +85,8 @@ Status agree_on_mode(const ProbeInputs& inputs, const std::vector<std::string>& 
   }
   std::string mode;
   Status got = inputs.store->get(kModeKey, inputs.deadline, &mode);
-  if (!got.is_ok()) return std::move(got).with_context("bandwidth probe: waiting for rank 0's mode: ");
+  if (!got.is_ok())
+    return std::move(got).with_context("bandwidth probe: waiting for rank 0's mode: ");
   *use_cache = mode == "cache";
   return Status::ok();
 }
@@ -107,11 +114,10 @@ Status measure_here(const ProbeInputs& inputs, Clock::time_point start, ProbePro
 // reduction bound a collective, so latencies take the maximum and throughputs the minimum.
 Status fold(int rank, const ProbeProfile& theirs, ProbeProfile* combined) {
   if (theirs.size != combined->size || theirs.transports.size() != combined->transports.size()) {
-    return mismatch_error("bandwidth probe: " + who(rank) + " measured " +
-                          std::to_string(theirs.transports.size()) + " transports for " +
-                          std::to_string(theirs.size) + " ranks, rank 0 " +
-                          std::to_string(combined->transports.size()) + " for " +
-                          std::to_string(combined->size));
+    return mismatch_error(
+        "bandwidth probe: " + who(rank) + " measured " + std::to_string(theirs.transports.size()) +
+        " transports for " + std::to_string(theirs.size) + " ranks, rank 0 " +
+        std::to_string(combined->transports.size()) + " for " + std::to_string(combined->size));
   }
   combined->reduce_GBps = std::min(combined->reduce_GBps, theirs.reduce_GBps);
   combined->probe_ms = std::max(combined->probe_ms, theirs.probe_ms);
@@ -138,7 +144,8 @@ Status combine(const ProbeInputs& inputs, const ProbeProfile& mine, std::string*
     std::string text;
     Status got = inputs.store->get(figures_key(rank), inputs.deadline, &text);
     if (!got.is_ok()) {
-      return std::move(got).with_context("bandwidth probe: waiting for " + who(rank) + "'s figures: ");
+      return std::move(got).with_context("bandwidth probe: waiting for " + who(rank) +
+                                         "'s figures: ");
     }
     if (is_error_text(text)) {
       return aborted_error("bandwidth probe failed on " + who(rank) + ": " + error_reason(text));
@@ -152,13 +159,15 @@ Status combine(const ProbeInputs& inputs, const ProbeProfile& mine, std::string*
   }
   // Figures whose native part some rank could not measure are not offered at all.
   for (TransportFigures& t : combined.transports) {
-    if (t.native_bandwidth_GBps <= 0) t.native_alpha_us = t.native_bandwidth_GBps = t.native_max_bytes = 0;
+    if (t.native_bandwidth_GBps <= 0)
+      t.native_alpha_us = t.native_bandwidth_GBps = t.native_max_bytes = 0;
   }
   *agreed = combined.to_text();
   const std::string& path = inputs.config->raw("TIDEGATE_PROBE_CACHE");
   if (!path.empty()) {
     Status saved = save_probe_cache(path, combined);
-    if (!saved.is_ok()) TG_LOG(kWarn, who(0), "bandwidth probe: not caching the profile: " + saved.message());
+    if (!saved.is_ok())
+      TG_LOG(kWarn, who(0), "bandwidth probe: not caching the profile: " + saved.message());
   }
   return Status::ok();
 }
@@ -172,11 +181,13 @@ Status measure_and_agree(const ProbeInputs& inputs, Clock::time_point start, std
     return measured;
   }
   if (inputs.rank != 0) {
-    const std::string text = measured.is_ok() ? mine.to_text() : kErrorPrefix + measured.to_string();
+    const std::string text =
+        measured.is_ok() ? mine.to_text() : kErrorPrefix + measured.to_string();
     TG_RETURN_IF_ERROR(inputs.store->set(figures_key(inputs.rank), text));
     TG_RETURN_IF_ERROR(measured);
     Status got = inputs.store->get(kAgreedKey, inputs.deadline, agreed);
-    if (!got.is_ok()) return std::move(got).with_context("bandwidth probe: waiting for rank 0's profile: ");
+    if (!got.is_ok())
+      return std::move(got).with_context("bandwidth probe: waiting for rank 0's profile: ");
     if (is_error_text(*agreed)) return aborted_error(error_reason(*agreed));
     return Status::ok();
   }
@@ -205,7 +216,8 @@ Status run_probe(const ProbeInputs& inputs, ProbeProfile* profile) {
   TG_RETURN_IF_ERROR(agree_on_mode(inputs, names, &use_cache, &agreed));
   if (use_cache && inputs.rank != 0) {
     Status got = inputs.store->get(kAgreedKey, inputs.deadline, &agreed);
-    if (!got.is_ok()) return std::move(got).with_context("bandwidth probe: waiting for the cached profile: ");
+    if (!got.is_ok())
+      return std::move(got).with_context("bandwidth probe: waiting for the cached profile: ");
   } else if (!use_cache) {
     TG_RETURN_IF_ERROR(measure_and_agree(inputs, start, &agreed));
   }

@@ -23,8 +23,8 @@
 
 #include <vector>
 
-#include "base/store.h"
 #include "base/config.h"
+#include "base/store.h"
 #include "base/transport.h"
 #include "select/probe_profile.h"
 
@@ -35,8 +35,8 @@ struct ProbeInputs {
   int size = 1;
   uint64_t comm_id = 0;
   const Config* config = nullptr;
-  Store* store = nullptr;                  // comm-scoped; the probe uses keys under "probe/"
-  std::vector<Transport*> transports;      // connected, engine not started yet
+  Store* store = nullptr;              // comm-scoped; the probe uses keys under "probe/"
+  std::vector<Transport*> transports;  // connected, engine not started yet
   Deadline deadline = Deadline::after_ms(0);
 };
 

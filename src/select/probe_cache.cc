@@ -15,7 +15,9 @@ namespace {
 // into memory whole.
 constexpr std::streamsize kMaxCacheBytes = 64 << 10;
 
-std::string header_line() { return "tidegate-probe-cache " + std::to_string(kProbeCacheVersion) + "\n"; }
+std::string header_line() {
+  return "tidegate-probe-cache " + std::to_string(kProbeCacheVersion) + "\n";
+}
 
 std::string names_text(const std::vector<std::string>& names) {
   std::string text;

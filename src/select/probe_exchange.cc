@@ -42,9 +42,9 @@ WireHeader ProbeWire::header(int sender, size_t bytes) const {
 }
 
 std::string ProbeWire::where(int peer) const {
-  return purpose_ + " on transport " + transport_->name() + ", rank " +
-         std::to_string(rank_) + " with rank " + std::to_string(peer) + " (phase " +
-         std::to_string(phase_) + ", step " + std::to_string(step_) + "): ";
+  return purpose_ + " on transport " + transport_->name() + ", rank " + std::to_string(rank_) +
+         " with rank " + std::to_string(peer) + " (phase " + std::to_string(phase_) + ", step " +
+         std::to_string(step_) + "): ";
 }
 
 Status ProbeWire::exchange(int send_to, const void* send, size_t send_bytes, int recv_from,
@@ -88,7 +88,8 @@ Status ProbeWire::wait_pair(Transport::Handle send, int send_to, Transport::Hand
     }
     if ((!send_done || !recv_done) && deadline_.passed()) {
       const int peer = send_done ? recv_from : send_to;
-      return timeout_error(where(peer) + "no answer before the deadline (is that rank alive and "
+      return timeout_error(where(peer) +
+                           "no answer before the deadline (is that rank alive and "
                            "running the same tidegate build? raise TIDEGATE_TIMEOUT_MS if the "
                            "job is merely slow to start)");
     }
@@ -107,7 +108,8 @@ Status ProbeWire::wait(Transport::Handle handle, const std::string& what) {
                                 ", rank " + std::to_string(rank_) + ", " + what + ": ";
     if (!st.is_ok()) return std::move(st).with_context(context);
     if (!progressed.is_ok()) return std::move(progressed).with_context(context);
-    if (!done && deadline_.passed()) return timeout_error(context + "not finished before the deadline");
+    if (!done && deadline_.passed())
+      return timeout_error(context + "not finished before the deadline");
   }
   return Status::ok();
 }

@@ -3,8 +3,8 @@
 #include <algorithm>
 #include <vector>
 
-#include "numeric/reduce.h"
 #include "base/log.h"
+#include "numeric/reduce.h"
 
 namespace tidegate {
 
@@ -138,7 +138,8 @@ Status measure_ring_step(ProbeWire* wire, double* step_us) {
     wire->next_phase();
     const Clock::time_point begin = Clock::now();
     for (int i = 0; i < kBackToBack; ++i) {
-      TG_RETURN_IF_ERROR(wire->exchange(next, send.data(), kPingBytes, prev, recv.data(), kPingBytes));
+      TG_RETURN_IF_ERROR(
+          wire->exchange(next, send.data(), kPingBytes, prev, recv.data(), kPingBytes));
     }
     std::vector<double> per_step = {ms_since(begin) * 1e3 / kBackToBack};
     TG_RETURN_IF_ERROR(wire->ring_max(&per_step));
@@ -193,8 +194,8 @@ Status measure_bandwidth(ProbeWire* wire, Clock::time_point start, double until_
     sizes.push_back({bytes, {ms}});
     // The next size costs about 4x this one, and then its repeats and the repeats of this one.
     const double next_cost = ms * (kRingGrowth + (kRingSamples - 1) * (1 + kRingGrowth));
-    const bool grow = bytes * kRingGrowth <= kMaxRingBytes && ms < kTargetMs &&
-                      elapsed + next_cost <= until_ms;
+    const bool grow =
+        bytes * kRingGrowth <= kMaxRingBytes && ms < kTargetMs && elapsed + next_cost <= until_ms;
     if (sizes.size() >= 2 && !grow) break;
   }
   RingSize& small = sizes[sizes.size() - 2];
@@ -262,7 +263,8 @@ Status measure_native(ProbeWire* wire, TransportFigures* figures) {
   if (!offered) return Status::ok();
   const double n1 = static_cast<double>(kNativeSmallCount * sizeof(float)) * factor;
   const double n2 = static_cast<double>(large * static_cast<int64_t>(sizeof(float))) * factor;
-  const double bytes_per_us = large_us > small_us ? (n2 - n1) / (large_us - small_us) : n2 / large_us;
+  const double bytes_per_us =
+      large_us > small_us ? (n2 - n1) / (large_us - small_us) : n2 / large_us;
   figures->native_bandwidth_GBps = bytes_per_us / 1000.0;
   figures->native_alpha_us = std::max(0.0, small_us - n1 / bytes_per_us);
   figures->native_max_bytes = static_cast<double>(large * static_cast<int64_t>(sizeof(float)));

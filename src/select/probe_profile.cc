@@ -67,7 +67,9 @@ std::string json_string(const std::string& text) {
   return out + "\"";
 }
 
-std::string json_number(double value) { return std::isfinite(value) ? format_double(value) : "null"; }
+std::string json_number(double value) {
+  return std::isfinite(value) ? format_double(value) : "null";
+}
 
 // Reads the text line by line, each "key value"; the parser asks for the keys in the one
 // order to_text() writes them.
@@ -96,7 +98,8 @@ class LineReader {
   Status expect_figure(const std::string& key, double* value) {
     std::string text;
     TG_RETURN_IF_ERROR(expect(key, &text));
-    if (!parse_figure(text, value)) return error("'" + key + "' is not a finite number >= 0: '" + text + "'");
+    if (!parse_figure(text, value))
+      return error("'" + key + "' is not a finite number >= 0: '" + text + "'");
     return Status::ok();
   }
 
@@ -111,12 +114,14 @@ class LineReader {
 };
 
 Status parse_transport(LineReader* reader, const std::string& name, TransportFigures* figures) {
-  if (!valid_transport_name(name)) return reader->error("names an invalid transport '" + name + "'");
+  if (!valid_transport_name(name))
+    return reader->error("names an invalid transport '" + name + "'");
   figures->transport = name;
   TG_RETURN_IF_ERROR(reader->expect_figure("alpha_us", &figures->alpha_us));
   TG_RETURN_IF_ERROR(reader->expect_figure("bandwidth_GBps", &figures->bandwidth_GBps));
   TG_RETURN_IF_ERROR(reader->expect_figure("native_alpha_us", &figures->native_alpha_us));
-  TG_RETURN_IF_ERROR(reader->expect_figure("native_bandwidth_GBps", &figures->native_bandwidth_GBps));
+  TG_RETURN_IF_ERROR(
+      reader->expect_figure("native_bandwidth_GBps", &figures->native_bandwidth_GBps));
   TG_RETURN_IF_ERROR(reader->expect_figure("native_max_bytes", &figures->native_max_bytes));
   return Status::ok();
 }
@@ -171,7 +176,8 @@ Status ProbeProfile::parse(const std::string& text, ProbeProfile* out) {
     TransportFigures figures;
     TG_RETURN_IF_ERROR(reader.expect("transport", &value));
     TG_RETURN_IF_ERROR(parse_transport(&reader, value, &figures));
-    if (!seen.insert(figures.transport).second) return reader.error("repeats transport '" + value + "'");
+    if (!seen.insert(figures.transport).second)
+      return reader.error("repeats transport '" + value + "'");
     profile.transports.push_back(figures);
   }
   if (!reader.at_end()) return reader.error("follows the last transport: trailing text");

@@ -13,9 +13,9 @@
 namespace tidegate {
 
 struct TransportFigures {
-  std::string transport;        // "tcp", "mpi", "ucx", "nccl"
-  double alpha_us = 0;          // one-way latency of a small message, microseconds
-  double bandwidth_GBps = 0;    // sustained per-link bandwidth with every link busy (ring), 1e9 B/s
+  std::string transport;      // "tcp", "mpi", "ucx", "nccl"
+  double alpha_us = 0;        // one-way latency of a small message, microseconds
+  double bandwidth_GBps = 0;  // sustained per-link bandwidth with every link busy (ring), 1e9 B/s
   // Native collectives measured directly (0 = not measured / not offered): time of a native
   // allreduce at a small and a large size, which the cost model fits like alpha/beta.
   double native_alpha_us = 0;
@@ -26,11 +26,11 @@ struct TransportFigures {
 };
 
 struct ProbeProfile {
-  int size = 0;                          // ranks the figures are for
+  int size = 0;  // ranks the figures are for
   std::vector<TransportFigures> transports;
-  double reduce_GBps = 0;                // local sum throughput (gamma = 1/reduce), 1e9 B/s of input
-  double probe_ms = 0;                   // wall time the probe took (0 when loaded from cache)
-  std::string source;                    // "measured", "cache:<path>", "defaults"
+  double reduce_GBps = 0;  // local sum throughput (gamma = 1/reduce), 1e9 B/s of input
+  double probe_ms = 0;     // wall time the probe took (0 when loaded from cache)
+  std::string source;      // "measured", "cache:<path>", "defaults"
 
   // nullptr when `name` was not probed.
   const TransportFigures* find(const std::string& name) const;

@@ -50,8 +50,8 @@ Status fixed_algorithm(const Config& config, const CollectiveArgs& args, const A
   if (*row != nullptr) return Status::ok();
   const std::string collective = op_kind_name(args.kind);
   return config_error("TIDEGATE_ALGO asks for " + collective + "=" + forced + ", but " +
-                      collective + " has no such algorithm; valid names: " +
-                      algorithm_names_text(args.kind));
+                      collective +
+                      " has no such algorithm; valid names: " + algorithm_names_text(args.kind));
 }
 
 Status make_collective_task(const TaskContext& context, const CollectiveArgs& args,

@@ -1,15 +1,13 @@
 #include "select/tune.h"
 
-
 #include "base/config.h"
 
 namespace tidegate {
 
 namespace {
 
-constexpr OpKind kTunableKinds[] = {OpKind::kAllreduce, OpKind::kReduceScatter,
-                                    OpKind::kAllgather, OpKind::kAllgatherv,
-                                    OpKind::kBroadcast, OpKind::kBarrier,
+constexpr OpKind kTunableKinds[] = {OpKind::kAllreduce,  OpKind::kReduceScatter, OpKind::kAllgather,
+                                    OpKind::kAllgatherv, OpKind::kBroadcast,     OpKind::kBarrier,
                                     OpKind::kAlltoallv};
 
 // Splits on `sep`, keeping empty pieces (so "a##b" and a trailing '#' are seen as errors).
@@ -68,8 +66,8 @@ Status parse_range(const std::string& field, const std::string& rule, TuneRule* 
   int64_t min_bytes = 0;
   int64_t max_bytes = INT64_MAX;
   if (!parse_byte_size(low, &min_bytes)) {
-    return rule_error(rule, "has '" + field + "', whose lower bound '" + low +
-                                "' is not a size" + expected);
+    return rule_error(
+        rule, "has '" + field + "', whose lower bound '" + low + "' is not a size" + expected);
   }
   if (high != "inf" && !parse_byte_size(high, &max_bytes)) {
     return rule_error(rule, "has '" + field + "', whose upper bound '" + high +
@@ -94,8 +92,10 @@ Status parse_field(const std::string& field, const std::string& rule, std::strin
     seen->push_back(kind);
     return Status::ok();
   };
-  if (field.empty()) return rule_error(rule, "has an empty field (expected range, host, cuda, "
-                                             "a transport name or @algorithm)");
+  if (field.empty())
+    return rule_error(rule,
+                      "has an empty field (expected range, host, cuda, "
+                      "a transport name or @algorithm)");
   if (field[0] == '@') {
     TG_RETURN_IF_ERROR(once('a', "algorithm"));
     std::string name = field.substr(1);

@@ -27,13 +27,13 @@
 namespace tidegate {
 
 struct TuneRule {
-  std::optional<OpKind> kind;                 // nullopt = all collectives
+  std::optional<OpKind> kind;  // nullopt = all collectives
   int64_t min_bytes = 0;
-  int64_t max_bytes = INT64_MAX;              // inclusive
-  std::optional<tidegate_memory_t> memory;    // nullopt = host and cuda
-  std::string transport;                      // "" = any
-  std::string algorithm;                      // "" = any
-  std::string text;                           // the rule as written, for messages
+  int64_t max_bytes = INT64_MAX;            // inclusive
+  std::optional<tidegate_memory_t> memory;  // nullopt = host and cuda
+  std::string transport;                    // "" = any
+  std::string algorithm;                    // "" = any
+  std::string text;                         // the rule as written, for messages
 };
 
 Status parse_tune(const std::string& text, std::vector<TuneRule>* rules);

@@ -61,7 +61,8 @@ struct HandshakeResult {
 };
 
 HandshakeResult run_handshake(const Secret& server_secret, const Secret& client_secret,
-                              const char* server_role = "store", const char* client_role = "store") {
+                              const char* server_role = "store",
+                              const char* client_role = "store") {
   int fds[2];
   EXPECT_EQ(::socketpair(AF_UNIX, SOCK_STREAM, 0, fds), 0);
   UniqueFd server_end(fds[0]);

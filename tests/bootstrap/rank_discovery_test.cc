@@ -3,11 +3,11 @@
 #include <gtest/gtest.h>
 
 #include <cstdlib>
-#include <vector>
 #include <string>
+#include <vector>
 
-#include "bootstrap/rank_discovery.h"
 #include "base/config.h"
+#include "bootstrap/rank_discovery.h"
 
 namespace tidegate {
 namespace {

@@ -9,9 +9,9 @@
 
 #include "base/auth.h"
 #include "base/auth_proof.h"
+#include "base/socket_util.h"
 #include "bootstrap/tcp_store.h"
 #include "bootstrap/tcp_store_server.h"
-#include "base/socket_util.h"
 
 namespace tidegate::testing {
 
@@ -50,7 +50,8 @@ inline UniqueFd connect_raw(const TcpStoreServer& server) {
 // A raw connection that has passed the handshake, for speaking the request protocol by hand.
 inline UniqueFd connect_authenticated_raw(const TcpStoreServer& server) {
   UniqueFd fd = connect_raw(server);
-  Status st = authenticate_client_side(fd.get(), test_secret(), "store", Deadline::after_ms(10'000));
+  Status st =
+      authenticate_client_side(fd.get(), test_secret(), "store", Deadline::after_ms(10'000));
   EXPECT_TRUE(st.is_ok()) << st.to_string();
   return fd;
 }

@@ -63,7 +63,7 @@ TEST(TcpStoreHostile, GarbageOnThePortIsRefusedAtOnce) {
   std::string received;
   EXPECT_EQ(read_until_closed(raw.get(), Deadline::after_ms(5'000), &received).code(),
             TIDEGATE_ERR_PEER_FAILED);
-  EXPECT_LT(elapsed_ms(start), 2'000);  // refused on the first bytes, not at a timeout
+  EXPECT_LT(elapsed_ms(start), 2'000);              // refused on the first bytes, not at a timeout
   EXPECT_EQ(received.size(), kAuthChallengeBytes);  // the challenge, and nothing more
   EXPECT_EQ(server->rejected_connections(), 1);
   expect_server_serves(*server);
@@ -164,7 +164,8 @@ TEST(TcpStoreHostile, ConnectionsBeyondTheLimitAreRefused) {
     // Reading the challenge proves the server accepted this connection.
     std::string challenge(kAuthChallengeBytes, '\0');
     ASSERT_TRUE(read_full(held.back().get(), challenge.data(), challenge.size(),
-                          Deadline::after_ms(5'000), "challenge").is_ok());
+                          Deadline::after_ms(5'000), "challenge")
+                    .is_ok());
   }
   UniqueFd extra = connect_raw(*server);
   std::string received;

@@ -14,7 +14,8 @@ TEST(TcpStoreProtocol, SetRequestRoundTripsAndEveryPrefixNeedsMore) {
     size_t consumed = 0;
     std::string error;
     EXPECT_EQ(parse_store_request(encoded.substr(0, n), &request, &consumed, &error),
-              ParseOutcome::kNeedMore) << "prefix of " << n << " bytes";
+              ParseOutcome::kNeedMore)
+        << "prefix of " << n << " bytes";
   }
   StoreRequest request;
   size_t consumed = 0;
@@ -71,8 +72,8 @@ TEST(TcpStoreProtocol, ResponseHeaderIsCheckedAgainstTheCaps) {
   huge[4] = static_cast<char>(0x7f);  // announces ~2 GiB
   EXPECT_EQ(decode_store_response_header(huge.data(), &status, &length).code(),
             TIDEGATE_ERR_PROTOCOL);
-  std::string long_error = encode_store_response(kStoreResponseError,
-                                                 std::string(kMaxStoreErrorBytes + 1, 'e'));
+  std::string long_error =
+      encode_store_response(kStoreResponseError, std::string(kMaxStoreErrorBytes + 1, 'e'));
   EXPECT_EQ(decode_store_response_header(long_error.data(), &status, &length).code(),
             TIDEGATE_ERR_PROTOCOL);
   std::string unknown = encode_store_response('?', "");

@@ -122,14 +122,15 @@ TEST(TcpStore, SixteenConcurrentClientsEachSetAndWaitForANeighbour) {
   for (int i = 0; i < kClients; ++i) {
     results.push_back(std::async(std::launch::async, [&server, i]() -> Status {
       std::unique_ptr<Store> store;
-      TG_RETURN_IF_ERROR(connect_tcp_store(server->address(), test_secret(),
-                                           Deadline::after_ms(10'000), &store));
+      TG_RETURN_IF_ERROR(
+          connect_tcp_store(server->address(), test_secret(), Deadline::after_ms(10'000), &store));
       TG_RETURN_IF_ERROR(store->set("rank" + std::to_string(i), "value" + std::to_string(i)));
       const int neighbour = (i + 1) % kClients;
       std::string value;
-      TG_RETURN_IF_ERROR(store->get("rank" + std::to_string(neighbour), Deadline::after_ms(10'000),
-                                    &value));
-      if (value != "value" + std::to_string(neighbour)) return internal_error("wrong value " + value);
+      TG_RETURN_IF_ERROR(
+          store->get("rank" + std::to_string(neighbour), Deadline::after_ms(10'000), &value));
+      if (value != "value" + std::to_string(neighbour))
+        return internal_error("wrong value " + value);
       return Status::ok();
     }));
   }

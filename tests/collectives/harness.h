@@ -6,10 +6,10 @@
 #include <functional>
 #include <vector>
 
-#include "collectives/collective_args.h"
-#include "collectives/task.h"
 #include "base/config.h"
 #include "base/status.h"
+#include "collectives/collective_args.h"
+#include "collectives/task.h"
 #include "loopback_transport.h"
 
 namespace tidegate::testing {

@@ -19,17 +19,20 @@ TEST(BitPack, WideValuesMatchTheReferenceForEveryWidth) {
       std::vector<uint32_t> values(static_cast<size_t>(n));
       RefBits ref;
       for (int64_t i = 0; i < n; ++i) {
-        values[static_cast<size_t>(i)] = static_cast<uint32_t>(splitmix(static_cast<uint64_t>(i * 131 + bits)));
+        values[static_cast<size_t>(i)] =
+            static_cast<uint32_t>(splitmix(static_cast<uint64_t>(i * 131 + bits)));
         ref.put(values[static_cast<size_t>(i)], bits);  // high bits beyond `bits` must be ignored
       }
       std::vector<uint8_t> packed(packed_bytes(static_cast<uint64_t>(n), bits) + 4, 0xee);
       pack_bits(values.data(), n, bits, packed.data());
-      ASSERT_EQ(std::vector<uint8_t>(packed.begin(), packed.end() - 4), ref.bytes) << bits << " bits, n=" << n;
+      ASSERT_EQ(std::vector<uint8_t>(packed.begin(), packed.end() - 4), ref.bytes)
+          << bits << " bits, n=" << n;
       EXPECT_EQ(packed.back(), 0xee) << "wrote past packed_bytes";
       std::vector<uint32_t> back(static_cast<size_t>(n));
       unpack_bits(packed.data(), n, bits, back.data());
       for (int64_t i = 0; i < n; ++i) {
-        ASSERT_EQ(back[static_cast<size_t>(i)], values[static_cast<size_t>(i)] & low_bits_mask(bits));
+        ASSERT_EQ(back[static_cast<size_t>(i)],
+                  values[static_cast<size_t>(i)] & low_bits_mask(bits));
       }
     }
   }
@@ -48,7 +51,8 @@ TEST(BitPack, SixtyFourBitValuesRoundTrip) {
     ASSERT_EQ(packed, ref.bytes) << bits;
     std::vector<uint64_t> back(values.size());
     unpack_bits(packed.data(), static_cast<int64_t>(values.size()), bits, back.data());
-    for (size_t i = 0; i < values.size(); ++i) ASSERT_EQ(back[i], values[i] & low_bits_mask(bits)) << bits;
+    for (size_t i = 0; i < values.size(); ++i)
+      ASSERT_EQ(back[i], values[i] & low_bits_mask(bits)) << bits;
   }
 }
 
@@ -58,12 +62,14 @@ TEST(BitPack, ByteCodesMatchTheReferenceAndSplitAtMultiplesOfEight) {
       std::vector<uint8_t> codes(static_cast<size_t>(n));
       RefBits ref;
       for (int64_t i = 0; i < n; ++i) {
-        codes[static_cast<size_t>(i)] = static_cast<uint8_t>(splitmix(static_cast<uint64_t>(i) ^ (bits << 20)));
+        codes[static_cast<size_t>(i)] =
+            static_cast<uint8_t>(splitmix(static_cast<uint64_t>(i) ^ (bits << 20)));
         ref.put(codes[static_cast<size_t>(i)], bits);
       }
       std::vector<uint8_t> packed(packed_bytes(static_cast<uint64_t>(n), bits) + 3, 0xee);
       pack_codes(codes.data(), n, bits, packed.data());
-      ASSERT_EQ(std::vector<uint8_t>(packed.begin(), packed.end() - 3), ref.bytes) << bits << " bits, n=" << n;
+      ASSERT_EQ(std::vector<uint8_t>(packed.begin(), packed.end() - 3), ref.bytes)
+          << bits << " bits, n=" << n;
       ASSERT_EQ(packed.back(), 0xee);
       // Two pieces split at a multiple of 8 pack to the same bytes.
       const int64_t split = n / 16 * 8;
@@ -74,7 +80,8 @@ TEST(BitPack, ByteCodesMatchTheReferenceAndSplitAtMultiplesOfEight) {
       std::vector<uint8_t> back(static_cast<size_t>(n) + 1, 0xee);
       unpack_codes(packed.data(), n, bits, back.data());
       for (int64_t i = 0; i < n; ++i) {
-        ASSERT_EQ(back[static_cast<size_t>(i)], codes[static_cast<size_t>(i)] & low_bits_mask(bits)) << bits;
+        ASSERT_EQ(back[static_cast<size_t>(i)], codes[static_cast<size_t>(i)] & low_bits_mask(bits))
+            << bits;
       }
       ASSERT_EQ(back.back(), 0xee) << "unpack wrote past n";
     }

@@ -37,11 +37,16 @@ std::vector<Case> cases() {
       {"qsgd:bits=2,bucket=64", [](auto& x, uint64_t s) { return ref_qsgd(x, 2, 64, s); }},
       {"qsgd:bits=4,bucket=512", [](auto& x, uint64_t s) { return ref_qsgd(x, 4, 512, s); }},
       {"qsgd:bits=8,bucket=8", [](auto& x, uint64_t s) { return ref_qsgd(x, 8, 8, s); }},
-      {"maxmin:bits=1,bucket=64,rounding=nearest", [](auto& x, uint64_t) { return ref_maxmin(x, 1, 64, false, 0); }},
-      {"maxmin:bits=3,bucket=64", [](auto& x, uint64_t s) { return ref_maxmin(x, 3, 64, true, s); }},
-      {"maxmin:bits=4,bucket=512", [](auto& x, uint64_t s) { return ref_maxmin(x, 4, 512, true, s); }},
-      {"maxmin:bits=5,bucket=1032,rounding=nearest", [](auto& x, uint64_t) { return ref_maxmin(x, 5, 1032, false, 0); }},
-      {"maxmin:bits=8,bucket=64", [](auto& x, uint64_t s) { return ref_maxmin(x, 8, 64, true, s); }},
+      {"maxmin:bits=1,bucket=64,rounding=nearest",
+       [](auto& x, uint64_t) { return ref_maxmin(x, 1, 64, false, 0); }},
+      {"maxmin:bits=3,bucket=64",
+       [](auto& x, uint64_t s) { return ref_maxmin(x, 3, 64, true, s); }},
+      {"maxmin:bits=4,bucket=512",
+       [](auto& x, uint64_t s) { return ref_maxmin(x, 4, 512, true, s); }},
+      {"maxmin:bits=5,bucket=1032,rounding=nearest",
+       [](auto& x, uint64_t) { return ref_maxmin(x, 5, 1032, false, 0); }},
+      {"maxmin:bits=8,bucket=64",
+       [](auto& x, uint64_t s) { return ref_maxmin(x, 8, 64, true, s); }},
       {"terngrad:bucket=64", [](auto& x, uint64_t s) { return ref_terngrad(x, 64, s); }},
       {"terngrad:bucket=2048", [](auto& x, uint64_t s) { return ref_terngrad(x, 2048, s); }},
       {"onebit:bucket=64", [](auto& x, uint64_t) { return ref_onebit(x, 64); }},
@@ -97,7 +102,8 @@ TEST(BucketedQuantisers, DecodedValuesStayWithinTheStatedBound) {
         const double err = std::fabs(static_cast<double>(y[i]) - x[i]);
         // Slack: float rounding, and for subnormal buckets up to one subnormal ulp per level
         // (the unit norm / L is itself subnormal and rounded).
-        ASSERT_LE(err, bound * (1 + 1e-5) + 1e-6 * amax + 255 * 0x1p-149) << c.spec << " element " << i;
+        ASSERT_LE(err, bound * (1 + 1e-5) + 1e-6 * amax + 255 * 0x1p-149)
+            << c.spec << " element " << i;
         ASSERT_TRUE(std::isfinite(y[i]));
       }
     }
@@ -106,14 +112,16 @@ TEST(BucketedQuantisers, DecodedValuesStayWithinTheStatedBound) {
 
 TEST(BucketedQuantisers, StochasticCodecsAreUnbiasedOverSeeds) {
   const std::vector<float> x = gradient(256, 11, 1.0f);
-  for (const char* spec : {"qsgd:bits=2,bucket=64", "qsgd:bits=4,bucket=256", "maxmin:bits=2,bucket=64",
-                           "maxmin:bits=4,bucket=128", "terngrad:bucket=64"}) {
+  for (const char* spec :
+       {"qsgd:bits=2,bucket=64", "qsgd:bits=4,bucket=256", "maxmin:bits=2,bucket=64",
+        "maxmin:bits=4,bucket=128", "terngrad:bucket=64"}) {
     auto codec = make(spec);
     EXPECT_FALSE(codec->deterministic()) << spec;
     constexpr int kSeeds = 4000;
     std::vector<double> mean(x.size(), 0.0), max_error(x.size(), 0.0);
     for (int s = 0; s < kSeeds; ++s) {
-      const auto y = decode(*codec, encode(*codec, view_of(const_cast<std::vector<float>&>(x)), 1000 + s), 256);
+      const auto y = decode(
+          *codec, encode(*codec, view_of(const_cast<std::vector<float>&>(x)), 1000 + s), 256);
       for (size_t i = 0; i < x.size(); ++i) {
         mean[i] += y[i] / kSeeds;
         max_error[i] = std::max(max_error[i], std::fabs(static_cast<double>(y[i]) - x[i]));
@@ -123,7 +131,8 @@ TEST(BucketedQuantisers, StochasticCodecsAreUnbiasedOverSeeds) {
     // of at most w / (2 sqrt(kSeeds)); allow six of them.
     for (size_t i = 0; i < x.size(); ++i) {
       const double step = std::max(max_error[i], 1e-30);
-      ASSERT_LE(std::fabs(mean[i] - x[i]), 6 * step / (2 * std::sqrt(kSeeds)) + 1e-7) << spec << " element " << i;
+      ASSERT_LE(std::fabs(mean[i] - x[i]), 6 * step / (2 * std::sqrt(kSeeds)) + 1e-7)
+          << spec << " element " << i;
     }
   }
 }
@@ -153,13 +162,15 @@ TEST(BucketedQuantisers, DecodeAddAddsTheDecodedValues) {
     std::vector<float> acc(3000);
     for (size_t i = 0; i < acc.size(); ++i) acc[i] = static_cast<float>(i) * 0.25f;
     ASSERT_TRUE(codec->decode_add(payload.data(), payload.size(), view_of(acc)).is_ok());
-    for (size_t i = 0; i < acc.size(); ++i) ASSERT_EQ(acc[i], static_cast<float>(i) * 0.25f + y[i]) << c.spec;
+    for (size_t i = 0; i < acc.size(); ++i)
+      ASSERT_EQ(acc[i], static_cast<float>(i) * 0.25f + y[i]) << c.spec;
   }
 }
 
 TEST(BucketedQuantisers, ConstantAndZeroBucketsDecodeExactly) {
-  for (const char* spec : {"qsgd:bits=4,bucket=64", "maxmin:bits=4,bucket=64", "maxmin:bits=2,bucket=64,rounding=nearest",
-                           "terngrad:bucket=64", "onebit:bucket=64"}) {
+  for (const char* spec :
+       {"qsgd:bits=4,bucket=64", "maxmin:bits=4,bucket=64",
+        "maxmin:bits=2,bucket=64,rounding=nearest", "terngrad:bucket=64", "onebit:bucket=64"}) {
     auto codec = make(spec);
     std::vector<float> zeros(200, 0.0f), constant(200, -0.75f);
     EXPECT_EQ(decode(*codec, encode(*codec, view_of(zeros), 1), 200), zeros) << spec;

@@ -7,9 +7,9 @@
 #include <cmath>
 #include <limits>
 
-#include "numeric/half.h"
 #include "compress/float_io.h"
 #include "compress/payload.h"
+#include "numeric/half.h"
 #include "quantiser_test_util.h"
 
 namespace tidegate {
@@ -17,9 +17,17 @@ namespace {
 
 using namespace qtest;
 
-const char* const kSpecs[] = {"none", "fp16", "bf16", "qsgd:bits=2,bucket=64", "qsgd:bits=8,bucket=512",
-                              "maxmin:bits=3,bucket=64", "maxmin:bits=8,bucket=512,rounding=nearest",
-                              "terngrad:bucket=64", "signsgd", "efsign", "onebit:bucket=64"};
+const char* const kSpecs[] = {"none",
+                              "fp16",
+                              "bf16",
+                              "qsgd:bits=2,bucket=64",
+                              "qsgd:bits=8,bucket=512",
+                              "maxmin:bits=3,bucket=64",
+                              "maxmin:bits=8,bucket=512,rounding=nearest",
+                              "terngrad:bucket=64",
+                              "signsgd",
+                              "efsign",
+                              "onebit:bucket=64"};
 
 Status encode_status(const Codec& codec, const TensorView& t, size_t* written = nullptr) {
   std::vector<uint8_t> out(t.count >= 0 ? codec.max_payload_bytes(t) + 1 : 64);
@@ -37,15 +45,17 @@ TEST(CodecContract, EveryDtypeAndSmallCountRoundTrips) {
       std::vector<double> d(f.begin(), f.end());
       std::vector<uint16_t> h(f.size()), b(f.size());
       for (size_t i = 0; i < f.size(); ++i) h[i] = float_to_half(f[i]), b[i] = float_to_bf16(f[i]);
-      const TensorView views[] = {view_of(f), view_of(d, TIDEGATE_FLOAT64), view_of(h, TIDEGATE_FLOAT16),
-                                  view_of(b, TIDEGATE_BFLOAT16)};
+      const TensorView views[] = {view_of(f), view_of(d, TIDEGATE_FLOAT64),
+                                  view_of(h, TIDEGATE_FLOAT16), view_of(b, TIDEGATE_BFLOAT16)};
       for (const TensorView& v : views) {
         const auto payload = encode(*codec, v, 1);
-        ASSERT_EQ(payload.size(), codec->max_payload_bytes(v)) << spec << " " << dtype_name(v.dtype);
+        ASSERT_EQ(payload.size(), codec->max_payload_bytes(v))
+            << spec << " " << dtype_name(v.dtype);
         std::vector<uint8_t> out(v.bytes() + 8, 0xaa);
         TensorView o = v;
         o.data = out.data();
-        ASSERT_TRUE(codec->decode(payload.data(), payload.size(), o).is_ok()) << spec << " " << dtype_name(v.dtype);
+        ASSERT_TRUE(codec->decode(payload.data(), payload.size(), o).is_ok())
+            << spec << " " << dtype_name(v.dtype);
         ASSERT_EQ(out[v.bytes()], 0xaa) << "decode wrote past the tensor";
         for (int64_t i = 0; i < n; ++i) ASSERT_TRUE(std::isfinite(element_value(o, i))) << spec;
       }
@@ -70,7 +80,8 @@ TEST(CodecContract, PayloadsDoNotDependOnThreads) {
 }
 
 TEST(CodecContract, NonFiniteInputIsRefusedNamingTheFirstBadElement) {
-  const float bads[] = {std::numeric_limits<float>::quiet_NaN(), std::numeric_limits<float>::infinity(),
+  const float bads[] = {std::numeric_limits<float>::quiet_NaN(),
+                        std::numeric_limits<float>::infinity(),
                         -std::numeric_limits<float>::infinity()};
   for (const char* spec : kSpecs) {
     auto codec = make(spec);
@@ -93,7 +104,8 @@ TEST(CodecContract, NonFiniteInputIsRefusedNamingTheFirstBadElement) {
     EXPECT_NE(st.message().find("element 42 "), std::string::npos) << spec << ": " << st.message();
     std::vector<double> d(100, 1.0);
     d[17] = 1e300;  // finite, but not representable in float32
-    EXPECT_TRUE(is_error(encode_status(*codec, view_of(d, TIDEGATE_FLOAT64)), TIDEGATE_ERR_INVALID_ARGUMENT) ||
+    EXPECT_TRUE(is_error(encode_status(*codec, view_of(d, TIDEGATE_FLOAT64)),
+                         TIDEGATE_ERR_INVALID_ARGUMENT) ||
                 std::string(spec) == "none")
         << spec;
   }
@@ -101,8 +113,10 @@ TEST(CodecContract, NonFiniteInputIsRefusedNamingTheFirstBadElement) {
 
 TEST(CodecContract, HugeFiniteBucketsAreRefusedNotPropagated) {
   std::vector<float> x = {3e38f, -3e38f, 1.0f, 2.0f, 0, 0, 0, 0};
-  EXPECT_TRUE(is_error(encode_status(*make("maxmin:bits=4,bucket=8"), view_of(x)), TIDEGATE_ERR_INVALID_ARGUMENT));
-  EXPECT_TRUE(is_error(encode_status(*make("qsgd:bits=4,bucket=8"), view_of(x)), TIDEGATE_ERR_INVALID_ARGUMENT));
+  EXPECT_TRUE(is_error(encode_status(*make("maxmin:bits=4,bucket=8"), view_of(x)),
+                       TIDEGATE_ERR_INVALID_ARGUMENT));
+  EXPECT_TRUE(is_error(encode_status(*make("qsgd:bits=4,bucket=8"), view_of(x)),
+                       TIDEGATE_ERR_INVALID_ARGUMENT));
   for (const char* spec : {"terngrad:bucket=8", "onebit:bucket=8", "efsign", "signsgd", "bf16"}) {
     auto codec = make(spec);
     const auto y = decode(*codec, encode(*codec, view_of(x)), 8);
@@ -112,7 +126,8 @@ TEST(CodecContract, HugeFiniteBucketsAreRefusedNotPropagated) {
 
 TEST(CodecContract, SubnormalInputsQuantiseToFiniteValues) {
   std::vector<float> x(300);
-  for (size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>(static_cast<int>(i % 13) - 6) * 1e-45f;
+  for (size_t i = 0; i < x.size(); ++i)
+    x[i] = static_cast<float>(static_cast<int>(i % 13) - 6) * 1e-45f;
   for (const char* spec : kSpecs) {
     auto codec = make(spec);
     const auto y = decode(*codec, encode(*codec, view_of(x), 3), 300);
@@ -158,8 +173,10 @@ TEST(CodecContract, SizesBeyondTwoToTheThirtyOneAreExact) {
     EXPECT_EQ(make("fp16")->max_payload_bytes(like), 16 + 2 * u);
     EXPECT_EQ(make("signsgd")->max_payload_bytes(like), 16 + 8 + (u + 7) / 8);
     EXPECT_EQ(make("efsign")->max_payload_bytes(like), 16 + 8 + (u + 7) / 8);
-    EXPECT_EQ(make("qsgd:bits=4,bucket=512")->max_payload_bytes(like), 16 + 8 + (u + 511) / 512 * 4 + (u * 4 + 7) / 8);
-    EXPECT_EQ(make("maxmin:bits=3,bucket=64")->max_payload_bytes(like), 16 + 8 + (u + 63) / 64 * 8 + (u * 3 + 7) / 8);
+    EXPECT_EQ(make("qsgd:bits=4,bucket=512")->max_payload_bytes(like),
+              16 + 8 + (u + 511) / 512 * 4 + (u * 4 + 7) / 8);
+    EXPECT_EQ(make("maxmin:bits=3,bucket=64")->max_payload_bytes(like),
+              16 + 8 + (u + 63) / 64 * 8 + (u * 3 + 7) / 8);
     EXPECT_EQ(make("signsgd")->max_summed_payload_bytes(like, 1000), 16 + 8 + (u * 10 + 7) / 8);
   }
 }
@@ -171,7 +188,8 @@ TEST(CodecContract, MalformedPayloadsAreProtocolErrorsAndLeaveTheOutputAlone) {
     std::vector<float> x = gradient(37, 8);
     const auto good = encode(*codec, view_of(x), 4);
     std::vector<float> out(37, 3.0f);
-    auto expect_rejected = [&](const std::vector<uint8_t>& payload, int64_t count, const std::string& what) {
+    auto expect_rejected = [&](const std::vector<uint8_t>& payload, int64_t count,
+                               const std::string& what) {
       std::vector<float> o(static_cast<size_t>(count), 3.0f);
       // Copy to an exactly sized heap block so that ASan sees any read past its end.
       std::unique_ptr<uint8_t[]> exact(new uint8_t[payload.size() + (payload.empty() ? 1 : 0)]);
@@ -179,13 +197,14 @@ TEST(CodecContract, MalformedPayloadsAreProtocolErrorsAndLeaveTheOutputAlone) {
       TensorView v = view_of(o);
       const Status a = codec->decode(exact.get(), payload.size(), v);
       const Status b = codec->decode_add(exact.get(), payload.size(), v);
-      ASSERT_TRUE(is_error(a, TIDEGATE_ERR_PROTOCOL)) << spec << " " << what << ": " << a.to_string();
+      ASSERT_TRUE(is_error(a, TIDEGATE_ERR_PROTOCOL))
+          << spec << " " << what << ": " << a.to_string();
       ASSERT_TRUE(is_error(b, TIDEGATE_ERR_PROTOCOL)) << spec << " " << what;
       ASSERT_EQ(o, std::vector<float>(static_cast<size_t>(count), 3.0f)) << spec << " " << what;
     };
     for (size_t len = 0; len < good.size(); ++len) {
-      expect_rejected(std::vector<uint8_t>(good.begin(), good.begin() + static_cast<int64_t>(len)), 37,
-                      "truncated to " + std::to_string(len));
+      expect_rejected(std::vector<uint8_t>(good.begin(), good.begin() + static_cast<int64_t>(len)),
+                      37, "truncated to " + std::to_string(len));
     }
     auto longer = good;
     longer.push_back(0);
@@ -197,7 +216,8 @@ TEST(CodecContract, MalformedPayloadsAreProtocolErrorsAndLeaveTheOutputAlone) {
     damaged[2] = 2;
     expect_rejected(damaged, 37, "version 2");
     damaged = good;
-    damaged[3] = static_cast<uint8_t>(codec->id() == CodecId::kQsgd ? CodecId::kMaxMin : CodecId::kQsgd);
+    damaged[3] =
+        static_cast<uint8_t>(codec->id() == CodecId::kQsgd ? CodecId::kMaxMin : CodecId::kQsgd);
     expect_rejected(damaged, 37, "another codec");
     expect_rejected(good, 36, "count 36");
     expect_rejected(good, 38, "count 38");

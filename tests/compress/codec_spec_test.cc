@@ -24,7 +24,8 @@ Status error_of(const std::string& spec) {
 void expect_config_error(const std::string& spec, std::initializer_list<const char*> mentions) {
   const Status st = error_of(spec);
   ASSERT_EQ(st.code(), TIDEGATE_ERR_CONFIG) << spec << " -> " << st.to_string();
-  for (const char* m : mentions) EXPECT_NE(st.message().find(m), std::string::npos) << spec << ": " << st.message();
+  for (const char* m : mentions)
+    EXPECT_NE(st.message().find(m), std::string::npos) << spec << ": " << st.message();
 }
 
 TEST(CodecSpec, DefaultsAreSpelledOutCanonically) {
@@ -40,7 +41,8 @@ TEST(CodecSpec, DefaultsAreSpelledOutCanonically) {
 }
 
 TEST(CodecSpec, ParametersInAnyOrderWithBlanks) {
-  EXPECT_EQ(spec_of("maxmin: rounding = nearest , bits=8"), "maxmin:bits=8,bucket=512,rounding=nearest");
+  EXPECT_EQ(spec_of("maxmin: rounding = nearest , bits=8"),
+            "maxmin:bits=8,bucket=512,rounding=nearest");
   EXPECT_EQ(spec_of("qsgd:bucket=1024,bits=2"), "qsgd:bits=2,bucket=1024");
   EXPECT_EQ(spec_of("maxmin:bits=1,bucket=8"), "maxmin:bits=1,bucket=8,rounding=stochastic");
 }

@@ -5,8 +5,8 @@
 #include <cmath>
 #include <limits>
 
-#include "numeric/half.h"
 #include "compress/error_feedback.h"
+#include "numeric/half.h"
 #include "quantiser_test_util.h"
 
 namespace tidegate {
@@ -14,9 +14,16 @@ namespace {
 
 using namespace qtest;
 
-const char* const kSpecs[] = {"none", "fp16", "bf16", "qsgd:bits=2,bucket=64", "maxmin:bits=2,bucket=128",
-                              "maxmin:bits=4,bucket=512,rounding=nearest", "terngrad:bucket=64", "signsgd",
-                              "efsign", "onebit:bucket=64"};
+const char* const kSpecs[] = {"none",
+                              "fp16",
+                              "bf16",
+                              "qsgd:bits=2,bucket=64",
+                              "maxmin:bits=2,bucket=128",
+                              "maxmin:bits=4,bucket=512,rounding=nearest",
+                              "terngrad:bucket=64",
+                              "signsgd",
+                              "efsign",
+                              "onebit:bucket=64"};
 
 std::vector<double> residual_of(const ResidualStore& store, uint64_t key) {
   std::vector<double> r;
@@ -24,13 +31,14 @@ std::vector<double> residual_of(const ResidualStore& store, uint64_t key) {
   return r;
 }
 
-Status step(ResidualStore& store, const Codec& codec, uint64_t key, std::vector<float>& x, std::vector<uint8_t>* payload,
-            uint64_t seed = 1) {
+Status step(ResidualStore& store, const Codec& codec, uint64_t key, std::vector<float>& x,
+            std::vector<uint8_t>* payload, uint64_t seed = 1) {
   payload->assign(codec.max_payload_bytes(view_of(x)), 0);
   size_t written = 0;
   EncodeContext context;
   context.seed = seed;
-  Status st = store.encode_with_feedback(codec, key, view_of(x), context, payload->data(), payload->size(), &written);
+  Status st = store.encode_with_feedback(codec, key, view_of(x), context, payload->data(),
+                                         payload->size(), &written);
   if (st.is_ok()) payload->resize(written);
   return st;
 }
@@ -43,13 +51,15 @@ TEST(ErrorFeedback, SentPlusResidualEqualsInputPlusPreviousResidual) {
     for (int iteration = 0; iteration < 4; ++iteration) {
       std::vector<float> x = gradient(3000, 50 + static_cast<uint64_t>(iteration));
       std::vector<uint8_t> payload;
-      ASSERT_TRUE(step(store, *codec, 9, x, &payload, static_cast<uint64_t>(iteration)).is_ok()) << spec;
+      ASSERT_TRUE(step(store, *codec, 9, x, &payload, static_cast<uint64_t>(iteration)).is_ok())
+          << spec;
       const auto sent = decode(*codec, payload, 3000);
       const auto residual = residual_of(store, 9);
       for (size_t i = 0; i < x.size(); ++i) {
         const double in = static_cast<double>(x[i]) + previous[i];
         const double tolerance = 1e-6 * (std::fabs(in) + std::fabs(sent[i])) + 1e-12;
-        ASSERT_NEAR(sent[i] + residual[i], in, tolerance) << spec << " iteration " << iteration << " element " << i;
+        ASSERT_NEAR(sent[i] + residual[i], in, tolerance)
+            << spec << " iteration " << iteration << " element " << i;
       }
       previous = residual;
     }
@@ -86,7 +96,8 @@ TEST(ErrorFeedback, FlushAddsTheResidualIntoADenseSendAndClearsIt) {
   std::vector<float> dense = gradient(100, 4);
   const std::vector<float> before = dense;
   ASSERT_TRUE(store.flush(5, view_of(dense)).is_ok());
-  for (size_t i = 0; i < dense.size(); ++i) EXPECT_EQ(dense[i], before[i] + static_cast<float>(residual[i]));
+  for (size_t i = 0; i < dense.size(); ++i)
+    EXPECT_EQ(dense[i], before[i] + static_cast<float>(residual[i]));
   for (double r : residual_of(store, 5)) EXPECT_EQ(r, 0.0);
   ASSERT_TRUE(store.flush(77, view_of(dense)).is_ok()) << "no residual: nothing to do";
   std::vector<float> wrong(99);
@@ -103,7 +114,8 @@ TEST(ErrorFeedback, ErrorsLeaveTheResidualUntouched) {
   std::vector<uint8_t> payload;
   ASSERT_TRUE(step(store, *codec, 2, x, &payload).is_ok());
   const auto residual = residual_of(store, 2);
-  for (float bad : {std::numeric_limits<float>::quiet_NaN(), std::numeric_limits<float>::infinity(), 3e38f}) {
+  for (float bad :
+       {std::numeric_limits<float>::quiet_NaN(), std::numeric_limits<float>::infinity(), 3e38f}) {
     std::vector<float> y = gradient(1000, 7);
     y[500] = bad;
     y[501] = bad == 3e38f ? -3e38f : bad;
@@ -129,8 +141,10 @@ TEST(ErrorFeedback, HalfAndDoubleTensors) {
   for (size_t i = 0; i < f.size(); ++i) h[i] = float_to_half(f[i]);
   std::vector<uint8_t> payload(codec->max_payload_bytes(view_of(h, TIDEGATE_FLOAT16)));
   size_t written = 0;
-  ASSERT_TRUE(store.encode_with_feedback(*codec, 1, view_of(h, TIDEGATE_FLOAT16), {}, payload.data(), payload.size(),
-                                         &written).is_ok());
+  ASSERT_TRUE(store
+                  .encode_with_feedback(*codec, 1, view_of(h, TIDEGATE_FLOAT16), {}, payload.data(),
+                                        payload.size(), &written)
+                  .is_ok());
   std::vector<uint16_t> sent(h.size());
   ASSERT_TRUE(codec->decode(payload.data(), written, view_of(sent, TIDEGATE_FLOAT16)).is_ok());
   const auto r = residual_of(store, 1);
@@ -141,12 +155,14 @@ TEST(ErrorFeedback, HalfAndDoubleTensors) {
   d[0] = 0.1;  // not a float: the f64 residual keeps the difference
   auto none = make("none");
   payload.assign(none->max_payload_bytes(view_of(d, TIDEGATE_FLOAT64)), 0);
-  ASSERT_TRUE(store.encode_with_feedback(*none, 2, view_of(d, TIDEGATE_FLOAT64), {}, payload.data(), payload.size(),
-                                         &written).is_ok());
+  ASSERT_TRUE(store
+                  .encode_with_feedback(*none, 2, view_of(d, TIDEGATE_FLOAT64), {}, payload.data(),
+                                        payload.size(), &written)
+                  .is_ok());
   for (double v : residual_of(store, 2)) EXPECT_EQ(v, 0.0);
   std::vector<float> as_float(d.size());
-  EXPECT_TRUE(is_error(store.encode_with_feedback(*none, 2, view_of(as_float), {}, payload.data(), payload.size(),
-                                                  &written),
+  EXPECT_TRUE(is_error(store.encode_with_feedback(*none, 2, view_of(as_float), {}, payload.data(),
+                                                  payload.size(), &written),
                        TIDEGATE_ERR_INVALID_ARGUMENT));
 }
 
@@ -161,8 +177,10 @@ TEST(ErrorFeedback, SaveAndLoadRoundTrip) {
   std::vector<double> d(5, 0.5);
   std::vector<uint8_t> payload(make("fp16")->max_payload_bytes(view_of(d, TIDEGATE_FLOAT64)));
   size_t written = 0;
-  ASSERT_TRUE(store.encode_with_feedback(*make("fp16"), 8, view_of(d, TIDEGATE_FLOAT64), {}, payload.data(),
-                                         payload.size(), &written).is_ok());
+  ASSERT_TRUE(store
+                  .encode_with_feedback(*make("fp16"), 8, view_of(d, TIDEGATE_FLOAT64), {},
+                                        payload.data(), payload.size(), &written)
+                  .is_ok());
   std::vector<uint8_t> saved;
   ASSERT_TRUE(store.save(&saved).is_ok());
   ResidualStore loaded;
@@ -199,7 +217,8 @@ TEST(ErrorFeedback, LoadRejectsDamagedBuffersAndKeepsTheStore) {
     ASSERT_EQ(residual_of(target, 99), kept) << what;
   };
   for (size_t len = 0; len < saved.size(); ++len) {
-    expect_rejected(std::vector<uint8_t>(saved.begin(), saved.begin() + static_cast<int64_t>(len)), "truncated");
+    expect_rejected(std::vector<uint8_t>(saved.begin(), saved.begin() + static_cast<int64_t>(len)),
+                    "truncated");
   }
   auto damaged = saved;
   damaged.push_back(0);
@@ -221,7 +240,8 @@ TEST(ErrorFeedback, LoadRejectsDamagedBuffersAndKeepsTheStore) {
   damaged[16 + 8] = 2;  // dtype float16 is not a residual precision
   expect_rejected(damaged, "dtype");
   damaged = saved;
-  std::memcpy(damaged.data() + 16 + 24 + 40 * 4 + 0, damaged.data() + 16, 8);  // second key = first key
+  std::memcpy(damaged.data() + 16 + 24 + 40 * 4 + 0, damaged.data() + 16,
+              8);  // second key = first key
   expect_rejected(damaged, "duplicate key");
   damaged = saved;
   const float nan = std::numeric_limits<float>::quiet_NaN();

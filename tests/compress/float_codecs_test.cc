@@ -5,8 +5,8 @@
 #include <cmath>
 #include <limits>
 
-#include "numeric/half.h"
 #include "compress/half_vec.h"
+#include "numeric/half.h"
 #include "quantiser_test_util.h"
 
 namespace tidegate {
@@ -22,8 +22,9 @@ using qtest::view_of;
 // f16 rounding boundaries, plus a sweep over the whole 32-bit space.
 std::vector<uint32_t> float_patterns() {
   std::vector<uint32_t> p;
-  const uint32_t mantissas[] = {0, 1, 0xfff, 0x1000, 0x1001, 0x1fff, 0x2000, 0x3000, 0x5fff, 0x6000,
-                                0x400000, 0x7fe000, 0x7fefff, 0x7ff000, 0x7fffff, 0x123456};
+  const uint32_t mantissas[] = {0,        1,        0xfff,    0x1000,  0x1001,   0x1fff,
+                                0x2000,   0x3000,   0x5fff,   0x6000,  0x400000, 0x7fe000,
+                                0x7fefff, 0x7ff000, 0x7fffff, 0x123456};
   for (uint32_t sign = 0; sign < 2; ++sign) {
     for (uint32_t e = 0; e < 256; ++e) {
       for (uint32_t m : mantissas) p.push_back(sign << 31 | e << 23 | m);
@@ -36,7 +37,8 @@ std::vector<uint32_t> float_patterns() {
 TEST(HalfVec, EncodesEveryRoundingCaseLikeHalfH) {
   const std::vector<uint32_t> patterns = float_patterns();
   for (size_t first = 0; first < patterns.size(); first += half_vec::kMaxChunk) {
-    const int64_t n = static_cast<int64_t>(std::min<size_t>(half_vec::kMaxChunk, patterns.size() - first));
+    const int64_t n =
+        static_cast<int64_t>(std::min<size_t>(half_vec::kMaxChunk, patterns.size() - first));
     std::vector<float> in(static_cast<size_t>(n));
     std::memcpy(in.data(), patterns.data() + first, in.size() * 4);
     std::vector<uint16_t> keep(in.size()), fast(in.size());
@@ -44,7 +46,8 @@ TEST(HalfVec, EncodesEveryRoundingCaseLikeHalfH) {
     half_vec::floats_to_halves<false>(in.data(), n, fast.data());
     for (int64_t i = 0; i < n; ++i) {
       const uint16_t want = float_to_half(in[static_cast<size_t>(i)]);
-      ASSERT_EQ(keep[static_cast<size_t>(i)], want) << std::hex << patterns[first + static_cast<size_t>(i)];
+      ASSERT_EQ(keep[static_cast<size_t>(i)], want)
+          << std::hex << patterns[first + static_cast<size_t>(i)];
       if (!std::isnan(in[static_cast<size_t>(i)])) {
         ASSERT_EQ(fast[static_cast<size_t>(i)], want);
       } else {
@@ -92,7 +95,8 @@ TEST(Fp16Codec, PayloadIsHeaderThenRoundedHalves) {
   EXPECT_EQ(payload, want);
   EXPECT_EQ(payload.size(), codec->max_payload_bytes(view_of(x)));
   const auto back = decode(*codec, payload, 1000);
-  for (size_t i = 0; i < x.size(); ++i) ASSERT_EQ(float_bits(back[i]), float_bits(half_to_float(float_to_half(x[i]))));
+  for (size_t i = 0; i < x.size(); ++i)
+    ASSERT_EQ(float_bits(back[i]), float_bits(half_to_float(float_to_half(x[i]))));
   EXPECT_EQ(back[3], 0x1p-24f);
   EXPECT_EQ(back[4], 0.0f);
   EXPECT_EQ(back[5], 0x1p-23f);
@@ -131,7 +135,8 @@ TEST(Bf16Codec, PayloadIsHeaderThenRoundedBfloats) {
   std::vector<float> huge = {3.4028235e38f};  // rounds up to infinity in bf16
   std::vector<uint8_t> out(codec->max_payload_bytes(view_of(huge)));
   size_t written = 0;
-  EXPECT_TRUE(is_error(codec->encode(view_of(huge), {}, out.data(), out.size(), &written), TIDEGATE_ERR_INVALID_ARGUMENT));
+  EXPECT_TRUE(is_error(codec->encode(view_of(huge), {}, out.data(), out.size(), &written),
+                       TIDEGATE_ERR_INVALID_ARGUMENT));
 }
 
 TEST(HalfCodecs, OtherInputAndOutputDtypes) {
@@ -153,11 +158,15 @@ TEST(HalfCodecs, OtherInputAndOutputDtypes) {
   EXPECT_EQ(0, std::memcmp(from_half.data() + 16, h.data(), h.size() * 2));
   // Decoding into half and bfloat16 tensors: one rounding from the decoded float.
   std::vector<uint16_t> out16(x.size());
-  ASSERT_TRUE(fp16->decode(from_float.data(), from_float.size(), view_of(out16, TIDEGATE_FLOAT16)).is_ok());
+  ASSERT_TRUE(
+      fp16->decode(from_float.data(), from_float.size(), view_of(out16, TIDEGATE_FLOAT16)).is_ok());
   EXPECT_EQ(out16, h);
   std::vector<double> outd(x.size(), 1.0);
-  ASSERT_TRUE(fp16->decode_add(from_float.data(), from_float.size(), view_of(outd, TIDEGATE_FLOAT64)).is_ok());
-  for (size_t i = 0; i < x.size(); ++i) ASSERT_EQ(outd[i], 1.0 + static_cast<double>(half_to_float(h[i])));
+  ASSERT_TRUE(
+      fp16->decode_add(from_float.data(), from_float.size(), view_of(outd, TIDEGATE_FLOAT64))
+          .is_ok());
+  for (size_t i = 0; i < x.size(); ++i)
+    ASSERT_EQ(outd[i], 1.0 + static_cast<double>(half_to_float(h[i])));
   auto bf16 = make("bf16");
   const auto from_bf16 = encode(*bf16, view_of(b, TIDEGATE_BFLOAT16));
   EXPECT_EQ(0, std::memcmp(from_bf16.data() + 16, b.data(), b.size() * 2));
@@ -176,7 +185,8 @@ TEST(NoneCodec, CarriesRawBytesOfEveryDtype) {
   ASSERT_TRUE(codec->decode_add(pd.data(), pd.size(), view_of(dout, TIDEGATE_FLOAT64)).is_ok());
   EXPECT_EQ(dout[0], 1.0 + 1.0 / 3);
   EXPECT_EQ(dout[2], 1e300);
-  std::vector<uint16_t> h = {float_to_half(1.5f), float_to_half(-2.0f)}, hout(2, float_to_half(0.25f));
+  std::vector<uint16_t> h = {float_to_half(1.5f), float_to_half(-2.0f)},
+                        hout(2, float_to_half(0.25f));
   auto ph = encode(*codec, view_of(h, TIDEGATE_FLOAT16));
   ASSERT_TRUE(codec->decode_add(ph.data(), ph.size(), view_of(hout, TIDEGATE_FLOAT16)).is_ok());
   EXPECT_EQ(half_to_float(hout[0]), 1.75f);

@@ -9,8 +9,8 @@
 #include <fstream>
 #include <string>
 
-#include "numeric/half.h"
 #include "compress/stochastic.h"
+#include "numeric/half.h"
 #include "quantiser_reference.h"
 
 namespace tidegate {
@@ -35,7 +35,8 @@ int64_t available_bytes() {
 template <typename T>
 struct HugeBuffer {
   explicit HugeBuffer(size_t n) : size(n * sizeof(T)) {
-    void* p = mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    void* p = mmap(nullptr, size, PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     if (p == MAP_FAILED) return;
     data = static_cast<T*>(p);
   }
@@ -76,7 +77,8 @@ TEST(LargeTensor, BucketedCodecBeyondTwoToTheThirtyOne) {
     uint8_t* data() { return p; }
     size_t size() const { return n; }
   } payload{payload_buffer.data, payload_buffer.size};
-  ASSERT_EQ(payload.size(), 24 + static_cast<size_t>((n + bucket - 1) / bucket) * 8 + static_cast<size_t>(n) / 4);
+  ASSERT_EQ(payload.size(),
+            24 + static_cast<size_t>((n + bucket - 1) / bucket) * 8 + static_cast<size_t>(n) / 4);
   size_t written = 0;
   EncodeContext context;
   context.threads = 2;
@@ -85,9 +87,11 @@ TEST(LargeTensor, BucketedCodecBeyondTwoToTheThirtyOne) {
   // The tail's scales and codes equal the reference encoding of the tail alone (nearest
   // rounding does not depend on the element index).
   const auto ref = ref_maxmin(tail_values, 2, bucket, false, 0);
-  const size_t tail_buckets = 3, ref_scales = 24, scales_at = 24 + static_cast<size_t>(tail / bucket) * 8;
+  const size_t tail_buckets = 3, ref_scales = 24,
+               scales_at = 24 + static_cast<size_t>(tail / bucket) * 8;
   ASSERT_EQ(0, std::memcmp(payload.data() + scales_at, ref.data() + ref_scales, tail_buckets * 8));
-  const size_t codes_at = 24 + static_cast<size_t>((n + bucket - 1) / bucket) * 8 + static_cast<size_t>(tail) / 4;
+  const size_t codes_at =
+      24 + static_cast<size_t>((n + bucket - 1) / bucket) * 8 + static_cast<size_t>(tail) / 4;
   ASSERT_EQ(0, std::memcmp(payload.data() + codes_at, ref.data() + ref_scales + tail_buckets * 8,
                            ref.size() - ref_scales - tail_buckets * 8));
   ASSERT_TRUE(codec->decode(payload.data(), payload.size(), view).is_ok());
@@ -107,12 +111,15 @@ TEST(LargeTensor, CounterRunsNeverCrossTwoToTheThirtyTwo) {
   // Pieces from for_each_counter_segment reproduce the reference value of every element.
   std::vector<uint64_t> firsts = {boundary - 24, 5 * boundary - 3, 12345};
   for (uint64_t first : firsts) {
-    for_each_counter_segment(99, first, 40, [&](int64_t offset, int64_t n, uint32_t counter, uint32_t key) {
-      for (int64_t j = 0; j < n; ++j) {
-        const uint64_t i = first + static_cast<uint64_t>(offset + j);
-        EXPECT_EQ(uniform01(mix32((counter + static_cast<uint32_t>(j)) ^ key)), ref_uniform(99, i)) << i;
-      }
-    });
+    for_each_counter_segment(
+        99, first, 40, [&](int64_t offset, int64_t n, uint32_t counter, uint32_t key) {
+          for (int64_t j = 0; j < n; ++j) {
+            const uint64_t i = first + static_cast<uint64_t>(offset + j);
+            EXPECT_EQ(uniform01(mix32((counter + static_cast<uint32_t>(j)) ^ key)),
+                      ref_uniform(99, i))
+                << i;
+          }
+        });
   }
   EXPECT_NE(stream_key(99, 0), stream_key(99, 1));
   EXPECT_NE(stream_key(99, 0), stream_key(100, 0));

@@ -73,7 +73,8 @@ TEST(PowerSgd, OrthogonalizeGivesOrthonormalColumns) {
   for (int a = 0; a < rank; ++a) {
     for (int b = 0; b < rank; ++b) {
       double dot = 0;
-      for (int64_t i = 0; i < rows; ++i) dot += static_cast<double>(p[a * rows + i]) * p[b * rows + i];
+      for (int64_t i = 0; i < rows; ++i)
+        dot += static_cast<double>(p[a * rows + i]) * p[b * rows + i];
       const double expect = (a == b && a != 3 && a != 5) ? 1.0 : 0.0;
       EXPECT_NEAR(dot, expect, 1e-6) << a << "," << b;
     }
@@ -96,16 +97,20 @@ TEST(PowerSgd, WarmStartImprovesTheApproximationOverSteps) {
     size_t written = 0;
     EncodeContext context;
     context.seed = 11;
-    ASSERT_TRUE(power.encode_with_state(matrix_view(m, rows, cols), context, &state, out.data(), out.size(), &written)
+    ASSERT_TRUE(power
+                    .encode_with_state(matrix_view(m, rows, cols), context, &state, out.data(),
+                                       out.size(), &written)
                     .is_ok());
     out.resize(written);
     errors.push_back(relative_error(m, decode_ok(*codec, out, rows * cols, rows, cols)));
   }
   EXPECT_LT(errors.back(), errors.front() * 0.9);
-  for (size_t s = 1; s < errors.size(); ++s) EXPECT_LE(errors[s], errors[s - 1] * (1 + 1e-4)) << "step " << s;
+  for (size_t s = 1; s < errors.size(); ++s)
+    EXPECT_LE(errors[s], errors[s - 1] * (1 + 1e-4)) << "step " << s;
   // The stateless encode() is the first step every time.
   const auto fresh = encode_ok(*codec, matrix_view(m, rows, cols), 11);
-  EXPECT_NEAR(relative_error(m, decode_ok(*codec, fresh, rows * cols, rows, cols)), errors.front(), 1e-9);
+  EXPECT_NEAR(relative_error(m, decode_ok(*codec, fresh, rows * cols, rows, cols)), errors.front(),
+              1e-9);
 }
 
 TEST(PowerSgd, StateSaveLoadRoundTripAndRefusesGarbage) {
@@ -118,7 +123,8 @@ TEST(PowerSgd, StateSaveLoadRoundTripAndRefusesGarbage) {
   ASSERT_TRUE(loaded.load(bytes.data(), bytes.size()).is_ok());
   EXPECT_EQ(loaded.cols(), 30);
   EXPECT_EQ(loaded.rank(), 3);
-  EXPECT_EQ(std::vector<float>(loaded.q(), loaded.q() + 90), std::vector<float>(state.q(), state.q() + 90));
+  EXPECT_EQ(std::vector<float>(loaded.q(), loaded.q() + 90),
+            std::vector<float>(state.q(), state.q() + 90));
   EXPECT_EQ(loaded.save(), bytes);
   for (size_t len = 0; len < bytes.size(); ++len) {
     EXPECT_EQ(loaded.load(bytes.data(), len).code(), TIDEGATE_ERR_INVALID_ARGUMENT) << len;
@@ -158,8 +164,9 @@ TEST(PowerSgd, ShapeRulesAndDenseFallback) {
   // No shape, or a shape that does not match count.
   EXPECT_EQ(codec->encode(view_of(m), EncodeContext(), out.data(), out.size(), &written).code(),
             TIDEGATE_ERR_INVALID_ARGUMENT);
-  EXPECT_EQ(codec->encode(matrix_view(m, 8, 9), EncodeContext(), out.data(), out.size(), &written).code(),
-            TIDEGATE_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(
+      codec->encode(matrix_view(m, 8, 9), EncodeContext(), out.data(), out.size(), &written).code(),
+      TIDEGATE_ERR_INVALID_ARGUMENT);
   // 8 x 8 at rank 4: 4 * 16 floats are not smaller than 64, so the matrix goes dense (exact).
   const auto dense = encode_ok(*codec, matrix_view(m, 8, 8));
   EXPECT_EQ(decode_ok(*codec, dense, 64, 8, 8), m);
@@ -182,7 +189,8 @@ TEST(PowerSgd, NonFiniteInputIsRefusedNamingTheElement) {
   auto codec = codec_from("powersgd:rank=2");
   std::vector<uint8_t> out(codec->max_payload_bytes(matrix_view(m, 30, 20)));
   size_t written = 0;
-  const Status st = codec->encode(matrix_view(m, 30, 20), EncodeContext(), out.data(), out.size(), &written);
+  const Status st =
+      codec->encode(matrix_view(m, 30, 20), EncodeContext(), out.data(), out.size(), &written);
   EXPECT_EQ(st.code(), TIDEGATE_ERR_INVALID_ARGUMENT);
   EXPECT_NE(st.message().find("437"), std::string::npos) << st.message();
 }
@@ -194,7 +202,8 @@ TEST(PowerSgd, MalformedPayloadsAreRejected) {
   expect_truncations_rejected(*codec, payload, 600, 30, 20);
   std::vector<float> out(600);
   auto rejects = [&](std::vector<uint8_t> bad, int64_t rows, int64_t cols, const char* what) {
-    EXPECT_EQ(codec->decode(bad.data(), bad.size(), matrix_view(out, rows, cols)).code(), TIDEGATE_ERR_PROTOCOL)
+    EXPECT_EQ(codec->decode(bad.data(), bad.size(), matrix_view(out, rows, cols)).code(),
+              TIDEGATE_ERR_PROTOCOL)
         << what;
   };
   rejects(payload, 20, 30, "transposed output shape");

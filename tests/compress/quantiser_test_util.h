@@ -12,8 +12,8 @@
 #include <string>
 #include <vector>
 
-#include "compress/codec.h"
 #include "base/types.h"
+#include "compress/codec.h"
 
 namespace tidegate::qtest {
 
@@ -35,7 +35,8 @@ TensorView view_of(std::vector<T>& v, tidegate_dtype_t dtype) {
 inline TensorView view_of(std::vector<float>& v) { return view_of(v, TIDEGATE_FLOAT32); }
 
 // Encodes into a buffer of exactly max_payload_bytes; fails the test on error.
-inline std::vector<uint8_t> encode(const Codec& codec, const TensorView& input, uint64_t seed = 0, int threads = 1) {
+inline std::vector<uint8_t> encode(const Codec& codec, const TensorView& input, uint64_t seed = 0,
+                                   int threads = 1) {
   std::vector<uint8_t> out(codec.max_payload_bytes(input));
   size_t written = 0;
   EncodeContext context;
@@ -48,7 +49,8 @@ inline std::vector<uint8_t> encode(const Codec& codec, const TensorView& input, 
   return out;
 }
 
-inline std::vector<float> decode(const Codec& codec, const std::vector<uint8_t>& payload, int64_t count) {
+inline std::vector<float> decode(const Codec& codec, const std::vector<uint8_t>& payload,
+                                 int64_t count) {
   std::vector<float> out(static_cast<size_t>(count), -7.0f);
   const Status st = codec.decode(payload.data(), payload.size(), view_of(out));
   EXPECT_TRUE(st.is_ok()) << codec.spec() << ": " << st.to_string();
@@ -138,6 +140,8 @@ inline std::vector<uint8_t> ref_header(CodecId codec, tidegate_dtype_t dtype, in
   return h;
 }
 
-inline bool is_error(const Status& st, tidegate_status_t code) { return !st.is_ok() && st.code() == code; }
+inline bool is_error(const Status& st, tidegate_status_t code) {
+  return !st.is_ok() && st.code() == code;
+}
 
 }  // namespace tidegate::qtest

@@ -19,7 +19,8 @@ TEST(RandomK, SameSeedSameIndicesOnEveryRank) {
   std::vector<float> a = normal_floats(100000, 1), b = normal_floats(100000, 2);
   auto codec = codec_from("randomk:ratio=0.01");
   const auto pa = encode_ok(*codec, view_of(a), 77), pb = encode_ok(*codec, view_of(b), 77);
-  EXPECT_EQ(nonzero_indices(decode_ok(*codec, pa, 100000)), nonzero_indices(decode_ok(*codec, pb, 100000)));
+  EXPECT_EQ(nonzero_indices(decode_ok(*codec, pa, 100000)),
+            nonzero_indices(decode_ok(*codec, pb, 100000)));
   EXPECT_EQ(pa, encode_ok(*codec, view_of(a), 77));  // and the same bytes for the same input
   EXPECT_NE(pa, encode_ok(*codec, view_of(a), 78));  // another seed, other positions
   EXPECT_FALSE(codec->deterministic());
@@ -61,13 +62,15 @@ TEST(RandomK, ScaledVariantIsUnbiased) {
   std::vector<double> mean(n, 0.0);
   const int trials = 20000;
   for (int t = 0; t < trials; ++t) {
-    const std::vector<float> y = decode_ok(*codec, encode_ok(*codec, view_of(x), static_cast<uint64_t>(t)), n);
+    const std::vector<float> y =
+        decode_ok(*codec, encode_ok(*codec, view_of(x), static_cast<uint64_t>(t)), n);
     for (int64_t i = 0; i < n; ++i) mean[i] += y[i];
   }
   double worst = 0;
   for (int64_t i = 0; i < n; ++i) {
     // Each sample is x * 10 w.p. 1/10: the mean's standard error is |x| * 3 / sqrt(trials).
-    const double error = std::fabs(mean[i] / trials - x[i]) / (std::fabs(x[i]) * 3.0 / std::sqrt(trials) + 1e-12);
+    const double error =
+        std::fabs(mean[i] / trials - x[i]) / (std::fabs(x[i]) * 3.0 / std::sqrt(trials) + 1e-12);
     worst = std::max(worst, error);
   }
   EXPECT_LT(worst, 5.0) << "some element's mean is more than 5 standard errors off";
@@ -126,15 +129,17 @@ TEST(RandomK, MalformedPayloadsAreRejected) {
               std::memcpy(b.data() + 16, &huge, sizeof huge);  // k beyond count
             }),
             TIDEGATE_ERR_PROTOCOL);
-  EXPECT_EQ(decode_changed([](auto& b) { b.push_back(0); }), TIDEGATE_ERR_PROTOCOL);  // trailing byte
-  EXPECT_EQ(decode_changed([](auto& b) { b[5] = 0x80; }), TIDEGATE_ERR_PROTOCOL);     // unknown flag
+  EXPECT_EQ(decode_changed([](auto& b) { b.push_back(0); }),
+            TIDEGATE_ERR_PROTOCOL);                                                // trailing byte
+  EXPECT_EQ(decode_changed([](auto& b) { b[5] = 0x80; }), TIDEGATE_ERR_PROTOCOL);  // unknown flag
   EXPECT_EQ(decode_changed([](auto& b) {
               const float nan = std::numeric_limits<float>::quiet_NaN();
               std::memcpy(b.data() + kRandomKPrefixBytes, &nan, sizeof nan);
             }),
             TIDEGATE_ERR_PROTOCOL);
   // Any seed is harmless: indices are always in range.
-  EXPECT_EQ(decode_changed([](auto& b) { std::fill(b.begin() + 24, b.begin() + 32, 0xff); }), TIDEGATE_OK);
+  EXPECT_EQ(decode_changed([](auto& b) { std::fill(b.begin() + 24, b.begin() + 32, 0xff); }),
+            TIDEGATE_OK);
 }
 
 }  // namespace

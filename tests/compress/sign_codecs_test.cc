@@ -32,10 +32,13 @@ TEST(SignSgd, SummedPayloadsCountVotesAndDecodeToTheMajority) {
   std::vector<float> like(n);
   for (size_t w = 1; w < workers.size(); ++w) {
     const auto next = encode(*codec, view_of(workers[w]));
-    std::vector<uint8_t> out(codec->max_summed_payload_bytes(view_of(like), static_cast<int64_t>(w + 1)));
+    std::vector<uint8_t> out(
+        codec->max_summed_payload_bytes(view_of(like), static_cast<int64_t>(w + 1)));
     size_t written = 0;
-    ASSERT_TRUE(codec->sum_payloads(sum.data(), sum.size(), next.data(), next.size(), view_of(like), out.data(),
-                                    out.size(), &written).is_ok());
+    ASSERT_TRUE(codec
+                    ->sum_payloads(sum.data(), sum.size(), next.data(), next.size(), view_of(like),
+                                   out.data(), out.size(), &written)
+                    .is_ok());
     ASSERT_EQ(written, out.size());
     sum.assign(out.begin(), out.begin() + static_cast<int64_t>(written));
     // After w + 1 voters: per element the count of negative votes, width bits_for(w + 1).
@@ -44,7 +47,8 @@ TEST(SignSgd, SummedPayloadsCountVotesAndDecodeToTheMajority) {
       int negatives = 0;
       for (size_t k = 0; k <= w; ++k) negatives += workers[k][i] < 0;
       const int voters = static_cast<int>(w + 1);
-      const float majority = 2 * negatives > voters ? -1.0f : (2 * negatives < voters ? 1.0f : 0.0f);
+      const float majority =
+          2 * negatives > voters ? -1.0f : (2 * negatives < voters ? 1.0f : 0.0f);
       ASSERT_EQ(y[i], majority) << "voters " << voters << " element " << i;
     }
   }
@@ -54,8 +58,10 @@ TEST(SignSgd, SummedPayloadsCountVotesAndDecodeToTheMajority) {
   auto add = [&](const std::vector<uint8_t>& p, const std::vector<uint8_t>& q, int64_t parties) {
     std::vector<uint8_t> out(codec->max_summed_payload_bytes(view_of(like), parties));
     size_t written = 0;
-    EXPECT_TRUE(codec->sum_payloads(p.data(), p.size(), q.data(), q.size(), view_of(like), out.data(), out.size(),
-                                    &written).is_ok());
+    EXPECT_TRUE(codec
+                    ->sum_payloads(p.data(), p.size(), q.data(), q.size(), view_of(like),
+                                   out.data(), out.size(), &written)
+                    .is_ok());
     out.resize(written);
     return out;
   };
@@ -68,24 +74,27 @@ TEST(SignSgd, VotePayloadsAreValidated) {
   const auto one = encode(*codec, view_of(like));
   std::vector<uint8_t> two(codec->max_summed_payload_bytes(view_of(like), 2));
   size_t written = 0;
-  ASSERT_TRUE(codec->sum_payloads(one.data(), one.size(), one.data(), one.size(), view_of(like), two.data(), two.size(),
-                                  &written).is_ok());
+  ASSERT_TRUE(codec
+                  ->sum_payloads(one.data(), one.size(), one.data(), one.size(), view_of(like),
+                                 two.data(), two.size(), &written)
+                  .is_ok());
   // Width 2 for 2 voters; a count of 3 negative votes is impossible.
   std::vector<uint8_t> bad = two;
   bad[24] = 0xff;
   std::vector<float> out(16, 5.0f);
-  EXPECT_TRUE(is_error(codec->decode_add(bad.data(), bad.size(), view_of(out)), TIDEGATE_ERR_PROTOCOL));
+  EXPECT_TRUE(
+      is_error(codec->decode_add(bad.data(), bad.size(), view_of(out)), TIDEGATE_ERR_PROTOCOL));
   EXPECT_EQ(out, std::vector<float>(16, 5.0f)) << "a rejected payload must not be half added";
   bad = two;
   bad[20] = 3;  // width does not fit the voters
   EXPECT_TRUE(is_error(codec->decode(bad.data(), bad.size(), view_of(out)), TIDEGATE_ERR_PROTOCOL));
   // Too small an output buffer for the sum.
-  EXPECT_TRUE(is_error(codec->sum_payloads(one.data(), one.size(), one.data(), one.size(), view_of(like), two.data(),
-                                           two.size() - 1, &written),
+  EXPECT_TRUE(is_error(codec->sum_payloads(one.data(), one.size(), one.data(), one.size(),
+                                           view_of(like), two.data(), two.size() - 1, &written),
                        TIDEGATE_ERR_INVALID_ARGUMENT));
   // Other codecs do not sum.
-  EXPECT_TRUE(is_error(make("qsgd")->sum_payloads(one.data(), one.size(), one.data(), one.size(), view_of(like),
-                                                  two.data(), two.size(), &written),
+  EXPECT_TRUE(is_error(make("qsgd")->sum_payloads(one.data(), one.size(), one.data(), one.size(),
+                                                  view_of(like), two.data(), two.size(), &written),
                        TIDEGATE_ERR_UNSUPPORTED));
 }
 

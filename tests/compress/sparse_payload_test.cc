@@ -28,7 +28,8 @@ TEST(SparsePayload, IndexWidthFitsTheTensor) {
   EXPECT_EQ(sparse_index_bits(kMaxSparseCount), 56u);
   // 5 Gi elements, 1% kept: 33-bit indices, no overflow in the size arithmetic.
   const int64_t n = int64_t{5} << 30, k = n / 100;
-  EXPECT_EQ(sparse_body_bytes(n, k, SparseLayout::kIndices), (static_cast<size_t>(k) * 33 + 7) / 8 + k * 4);
+  EXPECT_EQ(sparse_body_bytes(n, k, SparseLayout::kIndices),
+            (static_cast<size_t>(k) * 33 + 7) / 8 + k * 4);
   EXPECT_EQ(choose_sparse_layout(n, k), SparseLayout::kIndices);
   EXPECT_EQ(sparse_payload_bound(n, n), kSparsePrefixBytes + static_cast<size_t>(n) * 4);
 }
@@ -41,8 +42,8 @@ TEST(SparsePayload, WideIndicesRoundTripThroughThePacking) {
   const std::vector<float> values = {1, 2, 3, 4};
   std::vector<uint8_t> out(sparse_payload_bound(count, 4));
   size_t written = 0;
-  ASSERT_TRUE(write_sparse_payload(CodecId::kTopK, TIDEGATE_FLOAT32, 0, count, indices.data(), values.data(), 4,
-                                   out.data(), out.size(), &written)
+  ASSERT_TRUE(write_sparse_payload(CodecId::kTopK, TIDEGATE_FLOAT32, 0, count, indices.data(),
+                                   values.data(), 4, out.data(), out.size(), &written)
                   .is_ok());
   EXPECT_EQ(out[kSparsePrefixBytes - 1], 41);  // index_bits
   EXPECT_EQ(written, kSparsePrefixBytes + (4 * 41 + 7) / 8 + 16);
@@ -65,14 +66,17 @@ TEST(SparsePayload, EncoderBugsAreInternalErrors) {
   size_t written = 0;
   const std::vector<float> values = {1, 2};
   const std::vector<int64_t> unsorted = {5, 3}, outside = {1, 10};
-  EXPECT_EQ(write_sparse_payload(CodecId::kTopK, TIDEGATE_FLOAT32, 0, 10, unsorted.data(), values.data(), 2, out.data(),
-                                 out.size(), &written).code(),
+  EXPECT_EQ(write_sparse_payload(CodecId::kTopK, TIDEGATE_FLOAT32, 0, 10, unsorted.data(),
+                                 values.data(), 2, out.data(), out.size(), &written)
+                .code(),
             TIDEGATE_ERR_INTERNAL);
-  EXPECT_EQ(write_sparse_payload(CodecId::kTopK, TIDEGATE_FLOAT32, 0, 10, outside.data(), values.data(), 2, out.data(),
-                                 out.size(), &written).code(),
+  EXPECT_EQ(write_sparse_payload(CodecId::kTopK, TIDEGATE_FLOAT32, 0, 10, outside.data(),
+                                 values.data(), 2, out.data(), out.size(), &written)
+                .code(),
             TIDEGATE_ERR_INTERNAL);
-  EXPECT_EQ(write_sparse_payload(CodecId::kTopK, TIDEGATE_FLOAT32, 0, 10, unsorted.data(), values.data(), 2, out.data(),
-                                 10, &written).code(),
+  EXPECT_EQ(write_sparse_payload(CodecId::kTopK, TIDEGATE_FLOAT32, 0, 10, unsorted.data(),
+                                 values.data(), 2, out.data(), 10, &written)
+                .code(),
             TIDEGATE_ERR_INTERNAL);
 }
 
@@ -102,7 +106,8 @@ TEST(SparsePayload, CorruptFieldsAreRejectedWithoutWriting) {
   const auto good = encode_ok(*codec, view_of(x));
   std::vector<float> out(300, 7.0f);
   auto rejects = [&](std::vector<uint8_t> bad, const char* what) {
-    EXPECT_EQ(codec->decode_add(bad.data(), bad.size(), view_of(out)).code(), TIDEGATE_ERR_PROTOCOL) << what;
+    EXPECT_EQ(codec->decode_add(bad.data(), bad.size(), view_of(out)).code(), TIDEGATE_ERR_PROTOCOL)
+        << what;
   };
   auto bad = good;
   const int64_t huge = std::numeric_limits<int64_t>::max();
@@ -134,7 +139,8 @@ TEST(SparsePayload, CorruptFieldsAreRejectedWithoutWriting) {
   rejects(bad, "index out of range");
   // Zeroing the index field makes every index 0: not ascending.
   bad = good;
-  std::fill(bad.begin() + kSparsePrefixBytes, bad.begin() + kSparsePrefixBytes + (20 * 9 + 7) / 8, 0);
+  std::fill(bad.begin() + kSparsePrefixBytes, bad.begin() + kSparsePrefixBytes + (20 * 9 + 7) / 8,
+            0);
   rejects(bad, "repeated index");
   bad = good;
   const float inf = std::numeric_limits<float>::infinity();
@@ -159,7 +165,8 @@ TEST(SparsePayload, BitmapWithStrayBitsIsRejected) {
   auto payload = encode_ok(*codec, view_of(x));
   std::vector<float> out(301);
   SparsePayloadInfo info;
-  ASSERT_TRUE(decode_sparse_payload(CodecId::kThreshold, 0, payload.data(), payload.size(), view_of(out), false, &info)
+  ASSERT_TRUE(decode_sparse_payload(CodecId::kThreshold, 0, payload.data(), payload.size(),
+                                    view_of(out), false, &info)
                   .is_ok());
   ASSERT_EQ(info.layout, SparseLayout::kBitmap);
   auto bad = payload;

@@ -7,10 +7,10 @@
 #include <cmath>
 #include <limits>
 
-#include "numeric/half.h"
 #include "compress/error_feedback.h"
 #include "compress/float_io.h"
 #include "compress/sparse_payload.h"
+#include "numeric/half.h"
 #include "sparsifier_test_util.h"
 
 namespace tidegate {
@@ -23,9 +23,9 @@ struct Config {
   bool matrix;  // PowerSGD: the tensor is 2-D (rows chosen below)
 };
 
-const Config kConfigs[] = {{"topk:ratio=0.2", false},         {"topk:k=3,mode=approx", false},
-                           {"randomk:ratio=0.3", false},      {"randomk:k=2,unbiased=1", false},
-                           {"threshold:value=0.5", false},    {"powersgd:rank=2", true}};
+const Config kConfigs[] = {{"topk:ratio=0.2", false},      {"topk:k=3,mode=approx", false},
+                           {"randomk:ratio=0.3", false},   {"randomk:k=2,unbiased=1", false},
+                           {"threshold:value=0.5", false}, {"powersgd:rank=2", true}};
 
 // n elements, shaped rows x cols for matrix codecs (a column when n is prime).
 TensorView shaped(TensorView v, bool matrix) {
@@ -56,8 +56,9 @@ TEST(SparsifierContract, EveryDtypeAndSmallCountRoundTrips) {
       std::vector<double> d(f.begin(), f.end());
       std::vector<uint16_t> h(f.size()), b(f.size());
       for (size_t i = 0; i < f.size(); ++i) h[i] = float_to_half(f[i]), b[i] = float_to_bf16(f[i]);
-      const TensorView views[] = {typed_view(f, TIDEGATE_FLOAT32, c.matrix), typed_view(d, TIDEGATE_FLOAT64, c.matrix),
-                                  typed_view(h, TIDEGATE_FLOAT16, c.matrix), typed_view(b, TIDEGATE_BFLOAT16, c.matrix)};
+      const TensorView views[] = {
+          typed_view(f, TIDEGATE_FLOAT32, c.matrix), typed_view(d, TIDEGATE_FLOAT64, c.matrix),
+          typed_view(h, TIDEGATE_FLOAT16, c.matrix), typed_view(b, TIDEGATE_BFLOAT16, c.matrix)};
       for (const TensorView& v : views) {
         std::vector<uint8_t> payload(codec->max_payload_bytes(v));
         size_t written = 0;
@@ -68,7 +69,8 @@ TEST(SparsifierContract, EveryDtypeAndSmallCountRoundTrips) {
         std::vector<uint8_t> out(v.bytes() + 8, 0xaa);
         TensorView o = v;
         o.data = out.data();
-        ASSERT_TRUE(codec->decode(payload.data(), written, o).is_ok()) << c.spec << " " << dtype_name(v.dtype);
+        ASSERT_TRUE(codec->decode(payload.data(), written, o).is_ok())
+            << c.spec << " " << dtype_name(v.dtype);
         ASSERT_EQ(out[v.bytes()], 0xaa) << "decode wrote past the tensor";
         for (int64_t i = 0; i < n; ++i) ASSERT_TRUE(std::isfinite(element_value(o, i))) << c.spec;
         ASSERT_TRUE(codec->decode_add(payload.data(), written, o).is_ok()) << c.spec;
@@ -111,7 +113,8 @@ TEST(SparsifierContract, BoundsBeyondTwoToTheThirtyOneAreExact) {
     const auto u = static_cast<size_t>(n);
     const size_t k = static_cast<size_t>(std::llround(0.01 * static_cast<double>(n)));
     const size_t bits = n > (int64_t{1} << 32) ? 34 : 32;
-    EXPECT_EQ(codec_from("topk:ratio=0.01")->max_payload_bytes(like), kSparsePrefixBytes + (k * bits + 7) / 8 + 4 * k);
+    EXPECT_EQ(codec_from("topk:ratio=0.01")->max_payload_bytes(like),
+              kSparsePrefixBytes + (k * bits + 7) / 8 + 4 * k);
     EXPECT_EQ(codec_from("randomk:ratio=0.01")->max_payload_bytes(like), 32 + 4 * k);
     EXPECT_EQ(codec_from("threshold")->max_payload_bytes(like), kSparsePrefixBytes + 4 * u);
   }
@@ -120,10 +123,12 @@ TEST(SparsifierContract, BoundsBeyondTwoToTheThirtyOneAreExact) {
   matrix.rows = 64;
   matrix.cols = (int64_t{1} << 27) + 1;
   matrix.count = matrix.rows * matrix.cols;
-  EXPECT_EQ(codec_from("powersgd:rank=4")->max_payload_bytes(matrix), 33 + 4 * 4 * (64 + static_cast<size_t>(matrix.cols)));
+  EXPECT_EQ(codec_from("powersgd:rank=4")->max_payload_bytes(matrix),
+            33 + 4 * 4 * (64 + static_cast<size_t>(matrix.cols)));
   matrix.rows = 1;
   matrix.cols = matrix.count;
-  EXPECT_EQ(codec_from("powersgd:rank=4")->max_payload_bytes(matrix), 33 + 4 * static_cast<size_t>(matrix.count));
+  EXPECT_EQ(codec_from("powersgd:rank=4")->max_payload_bytes(matrix),
+            33 + 4 * static_cast<size_t>(matrix.count));
 }
 
 TEST(SparsifierContract, MalformedPayloadsAreProtocolErrorsAndLeaveTheOutputAlone) {
@@ -132,19 +137,22 @@ TEST(SparsifierContract, MalformedPayloadsAreProtocolErrorsAndLeaveTheOutputAlon
     std::vector<float> x = normal_floats(36, 8);
     const TensorView in = shaped(view_of(x), c.matrix);
     const auto good = encode_ok(*codec, in, 4);
-    auto expect_rejected = [&](const std::vector<uint8_t>& payload, int64_t count, const std::string& what) {
+    auto expect_rejected = [&](const std::vector<uint8_t>& payload, int64_t count,
+                               const std::string& what) {
       std::vector<float> o(static_cast<size_t>(count), 3.0f);
       // An exactly sized heap block, so that ASan sees any read past its end.
       std::unique_ptr<uint8_t[]> exact(new uint8_t[payload.size() + 1]);
       if (!payload.empty()) std::memcpy(exact.get(), payload.data(), payload.size());
       TensorView v = shaped(view_of(o), c.matrix && count == 36);
-      EXPECT_EQ(codec->decode(exact.get(), payload.size(), v).code(), TIDEGATE_ERR_PROTOCOL) << c.spec << " " << what;
-      EXPECT_EQ(codec->decode_add(exact.get(), payload.size(), v).code(), TIDEGATE_ERR_PROTOCOL) << c.spec << " " << what;
+      EXPECT_EQ(codec->decode(exact.get(), payload.size(), v).code(), TIDEGATE_ERR_PROTOCOL)
+          << c.spec << " " << what;
+      EXPECT_EQ(codec->decode_add(exact.get(), payload.size(), v).code(), TIDEGATE_ERR_PROTOCOL)
+          << c.spec << " " << what;
       EXPECT_EQ(o, std::vector<float>(static_cast<size_t>(count), 3.0f)) << c.spec << " " << what;
     };
     for (size_t len = 0; len < good.size(); ++len) {
-      expect_rejected(std::vector<uint8_t>(good.begin(), good.begin() + static_cast<int64_t>(len)), 36,
-                      "truncated to " + std::to_string(len));
+      expect_rejected(std::vector<uint8_t>(good.begin(), good.begin() + static_cast<int64_t>(len)),
+                      36, "truncated to " + std::to_string(len));
     }
     auto damaged = good;
     damaged.push_back(0);
@@ -156,7 +164,8 @@ TEST(SparsifierContract, MalformedPayloadsAreProtocolErrorsAndLeaveTheOutputAlon
     damaged[2] = 2;
     expect_rejected(damaged, 36, "version 2");
     damaged = good;
-    damaged[3] = static_cast<uint8_t>(codec->id() == CodecId::kTopK ? CodecId::kQsgd : CodecId::kTopK);
+    damaged[3] =
+        static_cast<uint8_t>(codec->id() == CodecId::kTopK ? CodecId::kQsgd : CodecId::kTopK);
     expect_rejected(damaged, 36, "another codec");
     expect_rejected(good, 35, "count 35");
   }
@@ -174,18 +183,24 @@ TEST(SparsifierContract, ErrorFeedbackSentPlusResidualEqualsInput) {
       size_t written = 0;
       EncodeContext context;
       context.seed = static_cast<uint64_t>(step);
-      ASSERT_TRUE(store.encode_with_feedback(*codec, 7, in, context, payload.data(), payload.size(), &written).is_ok())
+      ASSERT_TRUE(store
+                      .encode_with_feedback(*codec, 7, in, context, payload.data(), payload.size(),
+                                            &written)
+                      .is_ok())
           << c.spec;
       payload.resize(written);
       const std::vector<float> sent = decode_ok(*codec, payload, 96, in.rows, in.cols);
       std::vector<double> residual;
       ASSERT_TRUE(store.residual(7, &residual).is_ok());
       for (size_t i = 0; i < sent.size(); ++i) {
-        ASSERT_NEAR(sent[i] + residual[i], x[i] + previous[i], 1e-5) << c.spec << " step " << step << " element " << i;
+        ASSERT_NEAR(sent[i] + residual[i], x[i] + previous[i], 1e-5)
+            << c.spec << " step " << step << " element " << i;
       }
       previous = residual;
     }
-    EXPECT_TRUE(codec->wants_error_feedback() || std::string(c.spec).find("unbiased=1") != std::string::npos) << c.spec;
+    EXPECT_TRUE(codec->wants_error_feedback() ||
+                std::string(c.spec).find("unbiased=1") != std::string::npos)
+        << c.spec;
   }
 }
 

@@ -14,8 +14,8 @@
 #include <string>
 #include <vector>
 
-#include "compress/codec.h"
 #include "base/types.h"
+#include "compress/codec.h"
 
 namespace tidegate::sparsifier_test {
 
@@ -42,7 +42,8 @@ inline std::unique_ptr<Codec> codec_from(const std::string& spec) {
 }
 
 // Encodes into a buffer of exactly max_payload_bytes and returns the payload.
-inline std::vector<uint8_t> encode_ok(const Codec& codec, const TensorView& input, uint64_t seed = 1) {
+inline std::vector<uint8_t> encode_ok(const Codec& codec, const TensorView& input,
+                                      uint64_t seed = 1) {
   std::vector<uint8_t> out(codec.max_payload_bytes(input));
   size_t written = 0;
   EncodeContext context;
@@ -54,8 +55,8 @@ inline std::vector<uint8_t> encode_ok(const Codec& codec, const TensorView& inpu
   return out;
 }
 
-inline std::vector<float> decode_ok(const Codec& codec, const std::vector<uint8_t>& payload, int64_t count,
-                                    int64_t rows = 0, int64_t cols = 0) {
+inline std::vector<float> decode_ok(const Codec& codec, const std::vector<uint8_t>& payload,
+                                    int64_t count, int64_t rows = 0, int64_t cols = 0) {
   std::vector<float> out(static_cast<size_t>(count), 12345.0f);  // decode must overwrite everything
   TensorView t = matrix_view(out, rows, cols);
   const Status st = codec.decode(payload.data(), payload.size(), t);
@@ -84,13 +85,16 @@ inline std::vector<int64_t> magnitude_order(const std::vector<float>& x) {
 
 // The first k of an order, in ascending index order.
 inline std::vector<int64_t> top_of(const std::vector<int64_t>& order, int64_t k) {
-  std::vector<int64_t> top(order.begin(), order.begin() + std::min<int64_t>(k, static_cast<int64_t>(order.size())));
+  std::vector<int64_t> top(
+      order.begin(), order.begin() + std::min<int64_t>(k, static_cast<int64_t>(order.size())));
   std::sort(top.begin(), top.end());
   return top;
 }
 
 // The top k by (|x| descending, index ascending), returned in ascending index order.
-inline std::vector<int64_t> reference_top_k(const std::vector<float>& x, int64_t k) { return top_of(magnitude_order(x), k); }
+inline std::vector<int64_t> reference_top_k(const std::vector<float>& x, int64_t k) {
+  return top_of(magnitude_order(x), k);
+}
 
 // Indices of the non-zero elements of a decoded tensor.
 inline std::vector<int64_t> nonzero_indices(const std::vector<float>& y) {
@@ -102,14 +106,15 @@ inline std::vector<int64_t> nonzero_indices(const std::vector<float>& y) {
 }
 
 // Every proper prefix of a valid payload must be refused with PROTOCOL, leaving output as it was.
-inline void expect_truncations_rejected(const Codec& codec, const std::vector<uint8_t>& payload, int64_t count,
-                                        int64_t rows = 0, int64_t cols = 0) {
+inline void expect_truncations_rejected(const Codec& codec, const std::vector<uint8_t>& payload,
+                                        int64_t count, int64_t rows = 0, int64_t cols = 0) {
   std::vector<float> out(static_cast<size_t>(count), 7.0f);
   TensorView t = matrix_view(out, rows, cols);
   for (size_t len = 0; len < payload.size(); ++len) {
     std::vector<uint8_t> cut(payload.begin(), payload.begin() + static_cast<std::ptrdiff_t>(len));
     const Status st = codec.decode_add(cut.data(), cut.size(), t);
-    ASSERT_EQ(st.code(), TIDEGATE_ERR_PROTOCOL) << codec.spec() << " accepted a payload cut to " << len << " bytes";
+    ASSERT_EQ(st.code(), TIDEGATE_ERR_PROTOCOL)
+        << codec.spec() << " accepted a payload cut to " << len << " bytes";
   }
   for (float v : out) ASSERT_EQ(v, 7.0f) << "a rejected payload wrote into the output";
 }

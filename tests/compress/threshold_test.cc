@@ -22,7 +22,8 @@ TEST(Threshold, KeepsExactlyTheElementsAtOrAboveTheValue) {
     const auto payload = encode_ok(*codec, view_of(x));
     std::vector<float> y = decode_ok(*codec, payload, static_cast<int64_t>(x.size()));
     for (size_t i = 0; i < x.size(); ++i) {
-      ASSERT_EQ(y[i], std::fabs(x[i]) >= value ? x[i] : 0.0f) << "value " << value << " element " << i;
+      ASSERT_EQ(y[i], std::fabs(x[i]) >= value ? x[i] : 0.0f)
+          << "value " << value << " element " << i;
     }
     EXPECT_LE(payload.size(), codec->max_payload_bytes(view_of(x)));
   }
@@ -40,7 +41,8 @@ TEST(Threshold, PicksTheSmallestLayout) {
     auto codec = codec_from("threshold:value=" + std::to_string(c.value));
     const auto payload = encode_ok(*codec, view_of(x));
     SparsePayloadInfo info;
-    ASSERT_TRUE(decode_sparse_payload(CodecId::kThreshold, 0, payload.data(), payload.size(), view_of(out), false, &info)
+    ASSERT_TRUE(decode_sparse_payload(CodecId::kThreshold, 0, payload.data(), payload.size(),
+                                      view_of(out), false, &info)
                     .is_ok());
     EXPECT_EQ(info.layout, c.layout) << c.value;
     EXPECT_EQ(payload.size(), sparse_payload_bound(static_cast<int64_t>(x.size()), info.k));

@@ -18,7 +18,8 @@ using namespace sparsifier_test;
 
 std::vector<int64_t> selected(const std::string& spec, std::vector<float>& x) {
   auto codec = codec_from(spec);
-  return nonzero_indices(decode_ok(*codec, encode_ok(*codec, view_of(x)), static_cast<int64_t>(x.size())));
+  return nonzero_indices(
+      decode_ok(*codec, encode_ok(*codec, view_of(x)), static_cast<int64_t>(x.size())));
 }
 
 TEST(TopK, KeepsExactlyTheKLargestMagnitudes) {
@@ -27,7 +28,8 @@ TEST(TopK, KeepsExactlyTheKLargestMagnitudes) {
     for (double ratio : {0.001, 0.01, 0.1, 0.5}) {
       auto codec = codec_from("topk:ratio=" + std::to_string(ratio));
       const auto k = static_cast<const TopKCodec&>(*codec).k_for(static_cast<int64_t>(n));
-      const std::vector<float> y = decode_ok(*codec, encode_ok(*codec, view_of(x)), static_cast<int64_t>(n));
+      const std::vector<float> y =
+          decode_ok(*codec, encode_ok(*codec, view_of(x)), static_cast<int64_t>(n));
       const std::vector<int64_t> expect = reference_top_k(x, k);
       ASSERT_EQ(nonzero_indices(y), expect) << "n=" << n << " ratio=" << ratio;
       for (int64_t i : expect) ASSERT_EQ(y[i], x[i]);  // values are sent exactly
@@ -92,14 +94,17 @@ TEST(TopK, ThreadCountDoesNotChangeThePayload) {
       out.resize(written);
       payloads.push_back(out);
     }
-    for (size_t t = 1; t < payloads.size(); ++t) EXPECT_EQ(payloads[t], payloads[0]) << spec << " threads " << t + 1;
+    for (size_t t = 1; t < payloads.size(); ++t)
+      EXPECT_EQ(payloads[t], payloads[0]) << spec << " threads " << t + 1;
   }
   const std::vector<int64_t> top = reference_top_k(x, 4000);
-  for (uint32_t threshold : {0u, 0x3f800000u /* 1.0: ~32% pass, compactions */, 0x40800000u /* 4.0: shortfall */}) {
+  for (uint32_t threshold :
+       {0u, 0x3f800000u /* 1.0: ~32% pass, compactions */, 0x40800000u /* 4.0: shortfall */}) {
     for (int threads : {1, 3}) {
       TopKSelection sel;
       TopKStats stats;
-      select_top_k_above(x.data(), n, 4000, TopKMode::kExact, threshold, 4000, &sel, &stats, threads);
+      select_top_k_above(x.data(), n, 4000, TopKMode::kExact, threshold, 4000, &sel, &stats,
+                         threads);
       EXPECT_EQ(sel.index_list(), top) << threshold << " " << threads;
     }
   }
@@ -182,7 +187,9 @@ TEST(TopK, EdgeCounts) {
   }
   // An all-zero tensor keeps the first k zeros (ties by index) and decodes to zeros.
   std::vector<float> zeros(100000, 0.0f);
-  EXPECT_EQ(decode_ok(*codec_from("topk:k=10"), encode_ok(*codec_from("topk:k=10"), view_of(zeros)), 100000), zeros);
+  EXPECT_EQ(decode_ok(*codec_from("topk:k=10"), encode_ok(*codec_from("topk:k=10"), view_of(zeros)),
+                      100000),
+            zeros);
 }
 
 TEST(TopK, NonFiniteInputIsRefusedNamingTheFirstElement) {
@@ -190,13 +197,16 @@ TEST(TopK, NonFiniteInputIsRefusedNamingTheFirstElement) {
     std::vector<float> x = normal_floats(static_cast<size_t>(n), 4);
     x[n / 3] = std::numeric_limits<float>::infinity();
     x[n / 2] = std::numeric_limits<float>::quiet_NaN();
-    for (const char* spec : {"topk:ratio=0.01", "topk:ratio=0.01,mode=approx", "topk:k=0", "topk:ratio=1"}) {
+    for (const char* spec :
+         {"topk:ratio=0.01", "topk:ratio=0.01,mode=approx", "topk:k=0", "topk:ratio=1"}) {
       auto codec = codec_from(spec);
       std::vector<uint8_t> out(codec->max_payload_bytes(view_of(x)));
       size_t written = 0;
-      const Status st = codec->encode(view_of(x), EncodeContext(), out.data(), out.size(), &written);
+      const Status st =
+          codec->encode(view_of(x), EncodeContext(), out.data(), out.size(), &written);
       ASSERT_EQ(st.code(), TIDEGATE_ERR_INVALID_ARGUMENT) << spec;
-      EXPECT_NE(st.message().find("element " + std::to_string(n / 3)), std::string::npos) << st.message();
+      EXPECT_NE(st.message().find("element " + std::to_string(n / 3)), std::string::npos)
+          << st.message();
     }
   }
 }

@@ -53,22 +53,34 @@ std::vector<float> make_input(int64_t n, Fill fill, uint32_t seed) {
     if (fill == Fill::kConstant) v = 0.375f;
     if (fill == Fill::kSpecial) {
       switch (rng() % 10) {
-        case 0: v = (rng() & 1) ? 0.0f : -0.0f; break;
-        case 1: v = std::numeric_limits<float>::denorm_min() * static_cast<float>(rng() % 1000); break;
-        case 2: v = std::ldexp(static_cast<float>(rng() % 2048) + 0.5f, -24 - 10); break;  // f16 subnormal ties
-        case 3: v = 1.0f + std::ldexp(1.0f, -11) * static_cast<float>(rng() % 3); break;   // ties to even
-        case 4: v = (rng() & 1) ? 65504.0f : -65519.0f; break;                              // fp16's edge
-        default: break;
+        case 0:
+          v = (rng() & 1) ? 0.0f : -0.0f;
+          break;
+        case 1:
+          v = std::numeric_limits<float>::denorm_min() * static_cast<float>(rng() % 1000);
+          break;
+        case 2:
+          v = std::ldexp(static_cast<float>(rng() % 2048) + 0.5f, -24 - 10);
+          break;  // f16 subnormal ties
+        case 3:
+          v = 1.0f + std::ldexp(1.0f, -11) * static_cast<float>(rng() % 3);
+          break;  // ties to even
+        case 4:
+          v = (rng() & 1) ? 65504.0f : -65519.0f;
+          break;  // fp16's edge
+        default:
+          break;
       }
-      if (i / 512 % 7 == 3) v = 0.0f;     // an all-zero bucket now and then
-      if (i / 512 % 7 == 5) v = -2.5f;    // and a constant one
+      if (i / 512 % 7 == 3) v = 0.0f;   // an all-zero bucket now and then
+      if (i / 512 % 7 == 5) v = -2.5f;  // and a constant one
     }
     x[static_cast<size_t>(i)] = v;
   }
   return x;
 }
 
-std::vector<uint8_t> cpu_encode(const Codec& codec, const std::vector<float>& x, uint64_t seed, Status* status) {
+std::vector<uint8_t> cpu_encode(const Codec& codec, const std::vector<float>& x, uint64_t seed,
+                                Status* status) {
   TensorView view;
   view.data = const_cast<float*>(x.data());
   view.count = static_cast<int64_t>(x.size());
@@ -82,17 +94,18 @@ std::vector<uint8_t> cpu_encode(const Codec& codec, const std::vector<float>& x,
 }
 
 // Runs the GPU encoder; returns the payload (max_payload_bytes long) and the refused index.
-std::vector<uint8_t> gpu_encode(const GpuCodec& gpu, size_t payload_bytes, const std::vector<float>& x, uint64_t seed,
-                                int64_t* bad_index) {
+std::vector<uint8_t> gpu_encode(const GpuCodec& gpu, size_t payload_bytes,
+                                const std::vector<float>& x, uint64_t seed, int64_t* bad_index) {
   const int64_t n = static_cast<int64_t>(x.size());
   DeviceBuffer in(x.size() * sizeof(float)), out(payload_bytes), bad(sizeof(int64_t));
   DeviceBuffer workspace(cuda::efsign_workspace_bytes(n));
   if (!x.empty()) {
     EXPECT_EQ(cuda::copy_to_device(in.ptr, x.data(), x.size() * sizeof(float)), nullptr);
   }
-  EXPECT_EQ(cuda::device_memset(out.ptr, 0xa5, payload_bytes), nullptr);  // garbage: every byte must be written
-  const char* error = gpu.encode(static_cast<uint8_t*>(out.ptr), static_cast<const float*>(in.ptr), n, workspace.ptr,
-                                 static_cast<int64_t*>(bad.ptr), seed);
+  EXPECT_EQ(cuda::device_memset(out.ptr, 0xa5, payload_bytes),
+            nullptr);  // garbage: every byte must be written
+  const char* error = gpu.encode(static_cast<uint8_t*>(out.ptr), static_cast<const float*>(in.ptr),
+                                 n, workspace.ptr, static_cast<int64_t*>(bad.ptr), seed);
   EXPECT_EQ(error, nullptr) << gpu.spec << ": " << error;
   EXPECT_EQ(cuda::device_synchronize(), nullptr);
   std::vector<uint8_t> payload(payload_bytes);
@@ -120,8 +133,9 @@ class GpuCodecTest : public ::testing::TestWithParam<GpuCodec> {
     for (size_t i = 0; i < expected.size() && first_diff == expected.size(); ++i) {
       if (expected[i] != got[i]) first_diff = i;
     }
-    EXPECT_EQ(first_diff, expected.size()) << GetParam().spec << ", " << what << ": payloads of " << expected.size()
-                                           << " bytes differ first at byte " << first_diff;
+    EXPECT_EQ(first_diff, expected.size())
+        << GetParam().spec << ", " << what << ": payloads of " << expected.size()
+        << " bytes differ first at byte " << first_diff;
   }
 
   std::vector<int64_t> sizes() const {
@@ -133,7 +147,8 @@ class GpuCodecTest : public ::testing::TestWithParam<GpuCodec> {
 };
 
 TEST_P(GpuCodecTest, MatchesCpuOnGradientLikeInput) {
-  for (int64_t n : sizes()) expect_same(make_input(n, Fill::kNormal, 1), 42, "normal n=" + std::to_string(n));
+  for (int64_t n : sizes())
+    expect_same(make_input(n, Fill::kNormal, 1), 42, "normal n=" + std::to_string(n));
 }
 
 TEST_P(GpuCodecTest, MatchesCpuOnDenormalsZerosAndConstantBuckets) {
@@ -149,7 +164,8 @@ TEST_P(GpuCodecTest, MatchesCpuOnDenormalsZerosAndConstantBuckets) {
 
 TEST_P(GpuCodecTest, StochasticBytesFollowTheSeed) {
   const std::vector<float> x = make_input(100003, Fill::kNormal, 4);
-  for (uint64_t seed : {uint64_t{0}, uint64_t{1}, ~uint64_t{0}}) expect_same(x, seed, "seed " + std::to_string(seed));
+  for (uint64_t seed : {uint64_t{0}, uint64_t{1}, ~uint64_t{0}})
+    expect_same(x, seed, "seed " + std::to_string(seed));
 }
 
 TEST_P(GpuCodecTest, RefusesNonFiniteAtTheSameElement) {
@@ -183,7 +199,8 @@ TEST_P(GpuCodecTest, RefusesFp16Overflow) {
 INSTANTIATE_TEST_SUITE_P(Codecs, GpuCodecTest, ::testing::ValuesIn(cuda_test::gpu_codecs()),
                          [](const ::testing::TestParamInfo<GpuCodec>& param_info) {
                            std::string name;
-                           for (char c : param_info.param.spec) name += std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
+                           for (char c : param_info.param.spec)
+                             name += std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
                            return name;
                          });
 

@@ -12,13 +12,13 @@
 namespace tidegate::cuda_test {
 
 // Device pointers: out (payload), in (float32), workspace (efsign's block sums), bad_index.
-using GpuEncode = std::function<const char*(uint8_t* out, const float* in, int64_t n, void* workspace,
-                                            int64_t* bad_index, uint64_t seed)>;
+using GpuEncode = std::function<const char*(uint8_t* out, const float* in, int64_t n,
+                                            void* workspace, int64_t* bad_index, uint64_t seed)>;
 
 struct GpuCodec {
-  std::string spec;        // the CPU codec (make_codec) whose payload the GPU must reproduce
-  int64_t bucket;          // elements per bucket (1 for element-wise codecs): sizes are chosen around it
-  bool seeded;             // stochastic: bytes depend on the seed (and equal the CPU's for that seed)
+  std::string spec;  // the CPU codec (make_codec) whose payload the GPU must reproduce
+  int64_t bucket;    // elements per bucket (1 for element-wise codecs): sizes are chosen around it
+  bool seeded;       // stochastic: bytes depend on the seed (and equal the CPU's for that seed)
   GpuEncode encode;
 };
 
@@ -27,12 +27,14 @@ inline std::vector<GpuCodec> gpu_codecs() {
   auto maxmin = [](unsigned bits, int64_t bucket, bool stochastic) {
     return GpuCodec{"maxmin:bits=" + std::to_string(bits) + ",bucket=" + std::to_string(bucket) +
                         ",rounding=" + (stochastic ? "stochastic" : "nearest"),
-                    bucket, stochastic, [=](uint8_t* o, const float* i, int64_t n, void*, int64_t* b, uint64_t s) {
+                    bucket, stochastic,
+                    [=](uint8_t* o, const float* i, int64_t n, void*, int64_t* b, uint64_t s) {
                       return launch_maxmin_encode(o, i, n, bits, bucket, stochastic, s, b, nullptr);
                     }};
   };
   auto qsgd = [](unsigned bits, int64_t bucket) {
-    return GpuCodec{"qsgd:bits=" + std::to_string(bits) + ",bucket=" + std::to_string(bucket), bucket, true,
+    return GpuCodec{"qsgd:bits=" + std::to_string(bits) + ",bucket=" + std::to_string(bucket),
+                    bucket, true,
                     [=](uint8_t* o, const float* i, int64_t n, void*, int64_t* b, uint64_t s) {
                       return launch_qsgd_encode(o, i, n, bits, bucket, s, b, nullptr);
                     }};
@@ -66,11 +68,22 @@ inline std::vector<GpuCodec> gpu_codecs() {
        [](uint8_t* o, const float* i, int64_t n, void* w, int64_t* b, uint64_t) {
          return launch_efsign_encode(o, i, n, w, b, nullptr);
        }},
-      onebit(512), onebit(24),
-      maxmin(4, 512, false), maxmin(3, 40, false), maxmin(6, 64, false), maxmin(1, 8, false), maxmin(8, 512, false),
-      maxmin(4, 512, true), maxmin(5, 136, true), maxmin(2, 512, true),
-      qsgd(2, 512), qsgd(4, 512), qsgd(8, 512), qsgd(4, 24),
-      terngrad(512), terngrad(8),
+      onebit(512),
+      onebit(24),
+      maxmin(4, 512, false),
+      maxmin(3, 40, false),
+      maxmin(6, 64, false),
+      maxmin(1, 8, false),
+      maxmin(8, 512, false),
+      maxmin(4, 512, true),
+      maxmin(5, 136, true),
+      maxmin(2, 512, true),
+      qsgd(2, 512),
+      qsgd(4, 512),
+      qsgd(8, 512),
+      qsgd(4, 24),
+      terngrad(512),
+      terngrad(8),
   };
 }
 

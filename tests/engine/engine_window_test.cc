@@ -194,7 +194,8 @@ TEST(EngineWindow, RequestsCompleteInPostingOrderWithIdenticalResults) {
   for (int r = 0; r < kRanks; ++r) {
     for (int op = 0; op < kOps; ++op) {
       std::vector<float> values(static_cast<size_t>(count_of(op)));
-      for (size_t i = 0; i < values.size(); ++i) values[i] = static_cast<float>((r + 1) * 0.1 + i % 13);
+      for (size_t i = 0; i < values.size(); ++i)
+        values[i] = static_cast<float>((r + 1) * 0.1 + i % 13);
       data[r].push_back(std::move(values));
     }
     threads.emplace_back([&, r] {
@@ -219,7 +220,9 @@ TEST(EngineWindow, RequestsCompleteInPostingOrderWithIdenticalResults) {
     ASSERT_EQ(order[r].size(), static_cast<size_t>(kOps));
     for (int op = 0; op < kOps; ++op) EXPECT_EQ(order[r][op], op) << "rank " << r;
     for (int op = 0; op < kOps; ++op) {
-      ASSERT_EQ(std::memcmp(data[r][op].data(), data[0][op].data(), data[0][op].size() * sizeof(float)), 0)
+      ASSERT_EQ(
+          std::memcmp(data[r][op].data(), data[0][op].data(), data[0][op].size() * sizeof(float)),
+          0)
           << "rank " << r << " op " << op << " differs from rank 0";
     }
   }
@@ -234,7 +237,8 @@ TEST(EngineWindow, OneOpsFailureFailsTheRestOnEveryRankInOrder) {
   constexpr int kRanks = 3;
   EngineWorld world(kRanks, config_with(4));
   std::vector<std::vector<Status>> results(kRanks, std::vector<Status>(6));
-  std::vector<std::vector<std::vector<float>>> data(kRanks, std::vector<std::vector<float>>(6, std::vector<float>(1024, 1.0f)));
+  std::vector<std::vector<std::vector<float>>> data(
+      kRanks, std::vector<std::vector<float>>(6, std::vector<float>(1024, 1.0f)));
   std::vector<std::thread> threads;
   for (int r = 0; r < kRanks; ++r) {
     threads.emplace_back([&, r] {
@@ -257,10 +261,13 @@ TEST(EngineWindow, OneOpsFailureFailsTheRestOnEveryRankInOrder) {
     // Ops before the mismatch may finish or be failed by it (they were in flight together), but
     // op #2 and everything after it fail with the mismatch's code, naming the field.
     for (int op = 2; op < 6; ++op) {
-      EXPECT_EQ(results[r][op].code(), TIDEGATE_ERR_MISMATCH) << "op " << op << ": " << results[r][op].to_string();
-      EXPECT_NE(results[r][op].message().find("'count'"), std::string::npos) << results[r][op].message();
+      EXPECT_EQ(results[r][op].code(), TIDEGATE_ERR_MISMATCH)
+          << "op " << op << ": " << results[r][op].to_string();
+      EXPECT_NE(results[r][op].message().find("'count'"), std::string::npos)
+          << results[r][op].message();
     }
-    EXPECT_NE(results[r][2].message().find("allreduce op #2"), std::string::npos) << results[r][2].message();
+    EXPECT_NE(results[r][2].message().find("allreduce op #2"), std::string::npos)
+        << results[r][2].message();
     EXPECT_EQ(world.engine(r).failure().code(), TIDEGATE_ERR_MISMATCH);
   }
 }
@@ -268,7 +275,8 @@ TEST(EngineWindow, OneOpsFailureFailsTheRestOnEveryRankInOrder) {
 TEST(EngineWindow, AbortEndsEveryOpInFlightOnEveryRank) {
   constexpr int kRanks = 3;
   EngineWorld world(kRanks, config_with(4));
-  std::vector<std::vector<std::vector<float>>> data(kRanks, std::vector<std::vector<float>>(4, std::vector<float>(256, 1.0f)));
+  std::vector<std::vector<std::vector<float>>> data(
+      kRanks, std::vector<std::vector<float>>(4, std::vector<float>(256, 1.0f)));
   std::vector<std::vector<Status>> results(kRanks, std::vector<Status>(4));
   std::vector<std::thread> threads;
   for (int r = 0; r < kRanks; ++r) {
@@ -294,8 +302,10 @@ TEST(EngineWindow, AbortEndsEveryOpInFlightOnEveryRank) {
   for (auto& t : threads) t.join();
   for (int r = 0; r < 2; ++r) {
     for (int op = 0; op < 4; ++op) {
-      EXPECT_EQ(results[r][op].code(), TIDEGATE_ERR_ABORTED) << "rank " << r << " op " << op << ": " << results[r][op].to_string();
-      EXPECT_NE(results[r][op].message().find("rank 0 gave up"), std::string::npos) << results[r][op].message();
+      EXPECT_EQ(results[r][op].code(), TIDEGATE_ERR_ABORTED)
+          << "rank " << r << " op " << op << ": " << results[r][op].to_string();
+      EXPECT_NE(results[r][op].message().find("rank 0 gave up"), std::string::npos)
+          << results[r][op].message();
     }
   }
   // Rank 2, idle, learns of the abort too (its engine watches the transport while idle).

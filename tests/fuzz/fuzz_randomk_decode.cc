@@ -1,5 +1,5 @@
-// libFuzzer target: randomk decode and decode_add on arbitrary payloads - random-k (seed-derived indices, dense flag).
-// Seeds: corpus/randomk_decode/. See sparse_fuzz_util.h for what is checked.
+// libFuzzer target: randomk decode and decode_add on arbitrary payloads - random-k (seed-derived
+// indices, dense flag). Seeds: corpus/randomk_decode/. See sparse_fuzz_util.h for what is checked.
 #include "sparse_fuzz_util.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

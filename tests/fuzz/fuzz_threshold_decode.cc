@@ -1,5 +1,5 @@
-// libFuzzer target: threshold decode and decode_add on arbitrary payloads - threshold (all three sparse layouts).
-// Seeds: corpus/threshold_decode/. See sparse_fuzz_util.h for what is checked.
+// libFuzzer target: threshold decode and decode_add on arbitrary payloads - threshold (all three
+// sparse layouts). Seeds: corpus/threshold_decode/. See sparse_fuzz_util.h for what is checked.
 #include "sparse_fuzz_util.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

@@ -1,5 +1,6 @@
-// libFuzzer target: topk decode and decode_add on arbitrary payloads - top-k (all three sparse layouts, and the approximate-mode flag).
-// Seeds: corpus/topk_decode/. See sparse_fuzz_util.h for what is checked.
+// libFuzzer target: topk decode and decode_add on arbitrary payloads - top-k (all three sparse
+// layouts, and the approximate-mode flag). Seeds: corpus/topk_decode/. See sparse_fuzz_util.h for
+// what is checked.
 #include "sparse_fuzz_util.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

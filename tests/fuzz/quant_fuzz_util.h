@@ -15,8 +15,8 @@
 #include <memory>
 #include <vector>
 
-#include "compress/codec.h"
 #include "base/types.h"
+#include "compress/codec.h"
 
 namespace tidegate::fuzz {
 
@@ -39,8 +39,8 @@ inline int64_t payload_count(const uint8_t* data, size_t size) {
 }
 
 template <typename T>
-void decode_into(const Codec& codec, const uint8_t* data, size_t size, int64_t count, tidegate_dtype_t dtype,
-                 T fill, bool finite_values) {
+void decode_into(const Codec& codec, const uint8_t* data, size_t size, int64_t count,
+                 tidegate_dtype_t dtype, T fill, bool finite_values) {
   std::vector<T> out(static_cast<size_t>(count), fill);
   TensorView view;
   view.data = out.data();
@@ -76,16 +76,19 @@ inline void fuzz_quantiser_decode(const Codec& codec, const uint8_t* data, size_
   like.count = count;
   std::vector<uint8_t> sum(codec.max_summed_payload_bytes(like, int64_t{1} << 31));
   size_t written = 0;
-  const Status summed = codec.sum_payloads(data, size, data, size, like, sum.data(), sum.size(), &written);
+  const Status summed =
+      codec.sum_payloads(data, size, data, size, like, sum.data(), sum.size(), &written);
   if (!summed.is_ok()) {
-    if (summed.code() != TIDEGATE_ERR_PROTOCOL && summed.code() != TIDEGATE_ERR_INVALID_ARGUMENT) std::abort();
+    if (summed.code() != TIDEGATE_ERR_PROTOCOL && summed.code() != TIDEGATE_ERR_INVALID_ARGUMENT)
+      std::abort();
     return;
   }
   if (written > sum.size()) std::abort();
   std::vector<float> out(static_cast<size_t>(count));
   TensorView view = like;
   view.data = out.data();
-  if (!codec.decode(sum.data(), written, view).is_ok()) std::abort();  // a sum of valid payloads is valid
+  if (!codec.decode(sum.data(), written, view).is_ok())
+    std::abort();  // a sum of valid payloads is valid
 }
 
 }  // namespace tidegate::fuzz

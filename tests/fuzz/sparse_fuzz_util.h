@@ -15,8 +15,8 @@
 #include <string>
 #include <vector>
 
-#include "compress/codec.h"
 #include "base/types.h"
+#include "compress/codec.h"
 
 namespace tidegate::fuzz {
 
@@ -38,7 +38,8 @@ inline void expect_ok_or_protocol(const Status& st) {
 }
 
 // matrix: take rows x cols from payload bytes [16, 32) when they match the count.
-inline void fuzz_decode(const Codec& codec, const uint8_t* data, size_t size, bool matrix, bool sparse) {
+inline void fuzz_decode(const Codec& codec, const uint8_t* data, size_t size, bool matrix,
+                        bool sparse) {
   constexpr int64_t kMaxCount = 1 << 14;
   int64_t count = read_i64(data, size, 8, 64);
   if (count < 0 || count > kMaxCount) count = static_cast<int64_t>(size % 97);

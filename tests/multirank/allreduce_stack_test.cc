@@ -21,9 +21,13 @@ class AllreduceStack : public ::testing::TestWithParam<Param> {};
 double tolerance(tidegate_dtype_t dtype, tidegate_reduce_op_t op) {
   if (op != TIDEGATE_AVG || is_integer(dtype)) return 0.0;  // exact
   switch (dtype) {
-    case TIDEGATE_FLOAT16: case TIDEGATE_BFLOAT16: return 1e-2;
-    case TIDEGATE_FLOAT32: return 1e-6;
-    default: return 1e-12;
+    case TIDEGATE_FLOAT16:
+    case TIDEGATE_BFLOAT16:
+      return 1e-2;
+    case TIDEGATE_FLOAT32:
+      return 1e-6;
+    default:
+      return 1e-12;
   }
 }
 
@@ -38,7 +42,8 @@ TEST_P(AllreduceStack, MatchesReferenceAndIsBitwiseIdentical) {
 
   world.run([&](int rank, tidegate_comm_t comm) {
     std::vector<unsigned char> input(bytes);
-    for (int64_t i = 0; i < count; ++i) store_value(input.data(), dtype, i, input_value(rank, i, op));
+    for (int64_t i = 0; i < count; ++i)
+      store_value(input.data(), dtype, i, input_value(rank, i, op));
     void* out_ptr = in_place ? input.data() : outputs[rank].data();
     tidegate_tensor_t in = tidegate_host_tensor(input.data(), count, dtype);
     tidegate_tensor_t out = tidegate_host_tensor(out_ptr, count, dtype);
@@ -70,18 +75,18 @@ std::string param_name(const ::testing::TestParamInfo<Param>& info) {
   const auto [ranks, count, dtype, op] = info.param;
   static const char* dtypes[] = {"f32", "f64", "f16", "bf16", "i32", "i64", "u8"};
   static const char* ops[] = {"sum", "avg", "min", "max", "prod"};
-  return "r" + std::to_string(ranks) + "_n" + std::to_string(count) + "_" + dtypes[dtype] + "_" + ops[op];
+  return "r" + std::to_string(ranks) + "_n" + std::to_string(count) + "_" + dtypes[dtype] + "_" +
+         ops[op];
 }
 
 INSTANTIATE_TEST_SUITE_P(
     AllRanksSizesDtypesOps, AllreduceStack,
-    ::testing::Combine(::testing::Values(1, 2, 3, 4, 5),
-                       ::testing::Values<int64_t>(0, 1, 7, 1023, (int64_t{1} << 20) + 3),
-                       ::testing::Values(TIDEGATE_FLOAT32, TIDEGATE_FLOAT64, TIDEGATE_FLOAT16,
-                                         TIDEGATE_BFLOAT16, TIDEGATE_INT32, TIDEGATE_INT64,
-                                         TIDEGATE_UINT8),
-                       ::testing::Values(TIDEGATE_SUM, TIDEGATE_AVG, TIDEGATE_MIN, TIDEGATE_MAX,
-                                         TIDEGATE_PROD)),
+    ::testing::Combine(
+        ::testing::Values(1, 2, 3, 4, 5),
+        ::testing::Values<int64_t>(0, 1, 7, 1023, (int64_t{1} << 20) + 3),
+        ::testing::Values(TIDEGATE_FLOAT32, TIDEGATE_FLOAT64, TIDEGATE_FLOAT16, TIDEGATE_BFLOAT16,
+                          TIDEGATE_INT32, TIDEGATE_INT64, TIDEGATE_UINT8),
+        ::testing::Values(TIDEGATE_SUM, TIDEGATE_AVG, TIDEGATE_MIN, TIDEGATE_MAX, TIDEGATE_PROD)),
     param_name);
 
 }  // namespace

@@ -42,9 +42,10 @@ int check_allreduce(tidegate_comm_t comm, int rank, int size, int64_t count, tid
   std::vector<unsigned char> data(bytes);
   for (int64_t i = 0; i < count; ++i) store_value(data.data(), dtype, i, input_value(rank, i, op));
   tidegate_tensor_t t = tidegate_host_tensor(data.data(), count, dtype);
-  const std::string what = "allreduce count " + std::to_string(count) + " dtype " + std::to_string(dtype) +
-                           " op " + std::to_string(op);
-  if (tidegate_allreduce(comm, &t, &t, op) != TIDEGATE_OK) return fail(rank, what + ": " + tidegate_last_error());
+  const std::string what = "allreduce count " + std::to_string(count) + " dtype " +
+                           std::to_string(dtype) + " op " + std::to_string(op);
+  if (tidegate_allreduce(comm, &t, &t, op) != TIDEGATE_OK)
+    return fail(rank, what + ": " + tidegate_last_error());
   const bool exact = op != TIDEGATE_AVG || is_integer(dtype);
   for (int64_t i = 0; i < count; ++i) {
     const double want = expected_value(size, i, op, dtype);
@@ -67,17 +68,22 @@ int run_value_checks(tidegate_comm_t comm) {
   tidegate_comm_rank(comm, &rank);
   tidegate_comm_size(comm, &size);
   int checks = 0;
-  for (int64_t count : {int64_t{0}, int64_t{1}, int64_t{7}, int64_t{1023}, (int64_t{1} << 20) + 3}) {
-    for (tidegate_dtype_t dtype : {TIDEGATE_FLOAT32, TIDEGATE_FLOAT64, TIDEGATE_FLOAT16, TIDEGATE_BFLOAT16,
-                                   TIDEGATE_INT32, TIDEGATE_INT64, TIDEGATE_UINT8}) {
-      for (tidegate_reduce_op_t op : {TIDEGATE_SUM, TIDEGATE_AVG, TIDEGATE_MIN, TIDEGATE_MAX, TIDEGATE_PROD}) {
+  for (int64_t count :
+       {int64_t{0}, int64_t{1}, int64_t{7}, int64_t{1023}, (int64_t{1} << 20) + 3}) {
+    for (tidegate_dtype_t dtype :
+         {TIDEGATE_FLOAT32, TIDEGATE_FLOAT64, TIDEGATE_FLOAT16, TIDEGATE_BFLOAT16, TIDEGATE_INT32,
+          TIDEGATE_INT64, TIDEGATE_UINT8}) {
+      for (tidegate_reduce_op_t op :
+           {TIDEGATE_SUM, TIDEGATE_AVG, TIDEGATE_MIN, TIDEGATE_MAX, TIDEGATE_PROD}) {
         if (int rc = check_allreduce(comm, rank, size, count, dtype, op)) return rc;
         ++checks;
       }
     }
   }
-  if (tidegate_barrier(comm) != TIDEGATE_OK) return fail(rank, std::string("barrier: ") + tidegate_last_error());
-  if (rank == 0) std::printf("%d allreduce checks passed on %d ranks, identical on every rank\n", checks, size);
+  if (tidegate_barrier(comm) != TIDEGATE_OK)
+    return fail(rank, std::string("barrier: ") + tidegate_last_error());
+  if (rank == 0)
+    std::printf("%d allreduce checks passed on %d ranks, identical on every rank\n", checks, size);
   return 0;
 }
 
@@ -90,7 +96,8 @@ int run_scenario(tidegate_comm_t comm, const std::string& scenario) {
   tidegate_status_t st = TIDEGATE_OK;
   tidegate_status_t want = TIDEGATE_OK;
   if (scenario == "mismatch") {
-    tidegate_tensor_t t = tidegate_host_tensor(data.data(), rank == 1 ? 4000 : 4096, TIDEGATE_FLOAT32);
+    tidegate_tensor_t t =
+        tidegate_host_tensor(data.data(), rank == 1 ? 4000 : 4096, TIDEGATE_FLOAT32);
     st = tidegate_allreduce(comm, &t, &t, TIDEGATE_SUM);
     want = TIDEGATE_ERR_MISMATCH;
   } else if (scenario == "timeout") {
@@ -107,12 +114,16 @@ int run_scenario(tidegate_comm_t comm, const std::string& scenario) {
   } else {
     return fail(rank, "unknown scenario " + scenario);
   }
-  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   const std::string message = tidegate_last_error();
-  std::printf("rank %d: %s after %.2f s: %s\n", rank, tidegate_status_string(st), seconds, message.c_str());
+  std::printf("rank %d: %s after %.2f s: %s\n", rank, tidegate_status_string(st), seconds,
+              message.c_str());
   if (scenario == "timeout" && rank == size - 1) {
     // The others gave up and aborted: the stalled rank must learn of it, at once.
-    return st != TIDEGATE_OK && seconds < 5.0 ? 0 : fail(rank, "the stalled rank did not see the failure");
+    return st != TIDEGATE_OK && seconds < 5.0
+               ? 0
+               : fail(rank, "the stalled rank did not see the failure");
   }
   if (st != want) return fail(rank, std::string("expected ") + tidegate_status_string(want));
   if (scenario == "mismatch" && (message.find("field 'count'") == std::string::npos ||

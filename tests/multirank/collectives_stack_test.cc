@@ -31,7 +31,8 @@ TEST_P(CollectivesStack, ReduceScatterGivesEachRankItsBlock) {
   world.run([&](int rank, tidegate_comm_t comm) {
     const size_t es = tidegate_dtype_size(dtype);
     std::vector<unsigned char> input(static_cast<size_t>(count) * es);
-    for (int64_t i = 0; i < count; ++i) store_value(input.data(), dtype, i, input_value(rank, i, TIDEGATE_SUM));
+    for (int64_t i = 0; i < count; ++i)
+      store_value(input.data(), dtype, i, input_value(rank, i, TIDEGATE_SUM));
     int64_t offset = 0, length = 0;
     tidegate_block_range(count, ranks, rank, &offset, &length);
     std::vector<unsigned char> output(static_cast<size_t>(length) * es);
@@ -64,7 +65,8 @@ TEST_P(CollectivesStack, AllgatherAndAllgathervAreIdenticalEverywhere) {
   std::vector<std::string> errors(ranks);
   world.run([&](int rank, tidegate_comm_t comm) {
     std::vector<unsigned char> mine(static_cast<size_t>(count + rank) * es);
-    for (int64_t i = 0; i < count + rank; ++i) store_value(mine.data(), dtype, i, tag_value(rank, i));
+    for (int64_t i = 0; i < count + rank; ++i)
+      store_value(mine.data(), dtype, i, tag_value(rank, i));
     gathered[rank].resize(static_cast<size_t>(count * ranks) * es);
     gathered_v[rank].resize(static_cast<size_t>(total_v) * es);
     tidegate_tensor_t in = tidegate_host_tensor(mine.data(), count, dtype);
@@ -110,7 +112,8 @@ TEST_P(CollectivesStack, BroadcastFromEveryRoot) {
       }
       for (int64_t i = 0; i < count; ++i) {
         if (load_value(data.data(), dtype, i) != tag_value(root, i)) {
-          errors[rank] = "root " + std::to_string(root) + ": element " + std::to_string(i) + " wrong";
+          errors[rank] =
+              "root " + std::to_string(root) + ": element " + std::to_string(i) + " wrong";
           return;
         }
       }
@@ -130,15 +133,21 @@ TEST_P(CollectivesStack, AlltoallvDeliversEveryBlock) {
     std::vector<int64_t> sc(ranks), so(ranks), rc(ranks), ro(ranks);
     int64_t st = 0, rt = 0;
     for (int p = 0; p < ranks; ++p) {
-      sc[p] = block(rank, p); so[p] = st; st += sc[p];
-      rc[p] = block(p, rank); ro[p] = rt; rt += rc[p];
+      sc[p] = block(rank, p);
+      so[p] = st;
+      st += sc[p];
+      rc[p] = block(p, rank);
+      ro[p] = rt;
+      rt += rc[p];
     }
     std::vector<unsigned char> in(static_cast<size_t>(st) * es), out(static_cast<size_t>(rt) * es);
     for (int p = 0; p < ranks; ++p)
-      for (int64_t i = 0; i < sc[p]; ++i) store_value(in.data(), dtype, so[p] + i, tag_value(rank * 7 + p, i));
+      for (int64_t i = 0; i < sc[p]; ++i)
+        store_value(in.data(), dtype, so[p] + i, tag_value(rank * 7 + p, i));
     tidegate_tensor_t tin = tidegate_host_tensor(in.data(), st, dtype);
     tidegate_tensor_t tout = tidegate_host_tensor(out.data(), rt, dtype);
-    if (tidegate_alltoallv(comm, &tin, sc.data(), so.data(), &tout, rc.data(), ro.data()) != TIDEGATE_OK) {
+    if (tidegate_alltoallv(comm, &tin, sc.data(), so.data(), &tout, rc.data(), ro.data()) !=
+        TIDEGATE_OK) {
       errors[rank] = tidegate_last_error();
       return;
     }
@@ -158,13 +167,13 @@ std::string param_name(const ::testing::TestParamInfo<Param>& info) {
   return "r" + std::to_string(ranks) + "_n" + std::to_string(count) + "_" + dtypes[dtype];
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    RanksSizesDtypes, CollectivesStack,
-    ::testing::Combine(::testing::Values(1, 2, 3, 4, 5),
-                       ::testing::Values<int64_t>(0, 1, 7, 1023, (int64_t{1} << 20) + 3),
-                       ::testing::Values(TIDEGATE_FLOAT32, TIDEGATE_BFLOAT16, TIDEGATE_INT64,
-                                         TIDEGATE_UINT8)),
-    param_name);
+INSTANTIATE_TEST_SUITE_P(RanksSizesDtypes, CollectivesStack,
+                         ::testing::Combine(::testing::Values(1, 2, 3, 4, 5),
+                                            ::testing::Values<int64_t>(0, 1, 7, 1023,
+                                                                       (int64_t{1} << 20) + 3),
+                                            ::testing::Values(TIDEGATE_FLOAT32, TIDEGATE_BFLOAT16,
+                                                              TIDEGATE_INT64, TIDEGATE_UINT8)),
+                         param_name);
 
 TEST(RequestsStack, SeveralOutstandingCompleteInPostingOrder) {
   ThreadWorld& world = ThreadWorld::shared(3);
@@ -182,10 +191,12 @@ TEST(RequestsStack, SeveralOutstandingCompleteInPostingOrder) {
       }
     }
     // Waiting on the last one first: when it is done, every earlier one must be done too.
-    if (tidegate_request_wait(requests[kOps - 1], 60000) != TIDEGATE_OK) errors[rank] = tidegate_last_error();
+    if (tidegate_request_wait(requests[kOps - 1], 60000) != TIDEGATE_OK)
+      errors[rank] = tidegate_last_error();
     for (int k = 0; k < kOps; ++k) {
       int done = 0;
-      if (tidegate_request_test(requests[k], &done) != TIDEGATE_OK || !done) errors[rank] = "op " + std::to_string(k) + " not done";
+      if (tidegate_request_test(requests[k], &done) != TIDEGATE_OK || !done)
+        errors[rank] = "op " + std::to_string(k) + " not done";
       if (buffers[k][17] != 0 + 1 + 2 + 3 * k) errors[rank] = "op " + std::to_string(k) + " wrong";
       tidegate_request_free(requests[k]);
     }
@@ -196,8 +207,10 @@ TEST(RequestsStack, SeveralOutstandingCompleteInPostingOrder) {
 TEST(RequestsStack, BarrierCompletesOnEveryRank) {
   for (int ranks = 1; ranks <= 5; ++ranks) {
     std::vector<tidegate_status_t> results(ranks, TIDEGATE_ERR_INTERNAL);
-    ThreadWorld::shared(ranks).run([&](int rank, tidegate_comm_t comm) { results[rank] = tidegate_barrier(comm); });
-    for (int r = 0; r < ranks; ++r) EXPECT_EQ(results[r], TIDEGATE_OK) << "ranks " << ranks << " rank " << r;
+    ThreadWorld::shared(ranks).run(
+        [&](int rank, tidegate_comm_t comm) { results[rank] = tidegate_barrier(comm); });
+    for (int r = 0; r < ranks; ++r)
+      EXPECT_EQ(results[r], TIDEGATE_OK) << "ranks " << ranks << " rank " << r;
   }
 }
 

@@ -21,13 +21,15 @@ inline int creation_failure_exit_code(tidegate_status_t st, int argc, char** arg
   std::fprintf(stderr, "communicator creation failed: %s\n", message.c_str());
   bool mismatch_scenario = false;
   for (int i = 1; i + 1 < argc; ++i) {
-    mismatch_scenario |= std::strcmp(argv[i], "--scenario") == 0 && std::strcmp(argv[i + 1], "mismatch") == 0;
+    mismatch_scenario |=
+        std::strcmp(argv[i], "--scenario") == 0 && std::strcmp(argv[i + 1], "mismatch") == 0;
   }
   const bool learned_the_mismatch = st == TIDEGATE_ERR_MISMATCH &&
                                     message.find("field 'count'") != std::string::npos &&
                                     message.find("op #0") != std::string::npos;
   if (mismatch_scenario && learned_the_mismatch) {
-    std::printf("this rank learned of the mismatch while finishing creation: %s\n", message.c_str());
+    std::printf("this rank learned of the mismatch while finishing creation: %s\n",
+                message.c_str());
     return 0;
   }
   return 1;

@@ -27,14 +27,16 @@ class ErrorsStack : public ::testing::Test {
   void TearDown() override { unsetenv("TIDEGATE_TIMEOUT_MS"); }
 
   // Runs body on every rank of a fresh world, timing each rank's call.
-  std::vector<Outcome> run(int ranks, const std::function<tidegate_status_t(int, tidegate_comm_t)>& body) {
+  std::vector<Outcome> run(int ranks,
+                           const std::function<tidegate_status_t(int, tidegate_comm_t)>& body) {
     ThreadWorld world(ranks);
     std::vector<Outcome> outcomes(ranks);
     world.run([&](int rank, tidegate_comm_t comm) {
       const auto start = std::chrono::steady_clock::now();
       outcomes[rank].status = body(rank, comm);
       outcomes[rank].message = tidegate_last_error();
-      outcomes[rank].seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      outcomes[rank].seconds =
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     });
     return outcomes;
   }
@@ -57,7 +59,8 @@ TEST_F(ErrorsStack, CountMismatchNamesRanksOpAndFieldOnEveryRank) {
     EXPECT_NE(outcomes[r].message.find("op #0"), std::string::npos);
     EXPECT_NE(outcomes[r].message.find("field 'count'"), std::string::npos);
     EXPECT_NE(outcomes[r].message.find("rank 1"), std::string::npos);
-    EXPECT_LT(outcomes[r].seconds, kTimeoutMs / 1000.0) << "mismatch must be found at the first message";
+    EXPECT_LT(outcomes[r].seconds, kTimeoutMs / 1000.0)
+        << "mismatch must be found at the first message";
   }
 }
 
@@ -118,12 +121,22 @@ TEST_F(ErrorsStack, BadLocalArgumentsAreRefusedAndTheCommunicatorStaysHealthy) {
     tidegate_tensor_t shorter = tidegate_host_tensor(data, 3, TIDEGATE_FLOAT32);
     tidegate_tensor_t bad_dtype = good;
     bad_dtype.dtype = static_cast<tidegate_dtype_t>(42);
-    if (tidegate_allreduce(comm, &negative, &negative, TIDEGATE_SUM) != TIDEGATE_ERR_INVALID_ARGUMENT) return TIDEGATE_ERR_INTERNAL;
-    if (tidegate_allreduce(comm, &null_data, &null_data, TIDEGATE_SUM) != TIDEGATE_ERR_INVALID_ARGUMENT) return TIDEGATE_ERR_INTERNAL;
-    if (tidegate_allreduce(comm, &good, &shorter, TIDEGATE_SUM) != TIDEGATE_ERR_INVALID_ARGUMENT) return TIDEGATE_ERR_INTERNAL;
-    if (tidegate_allreduce(comm, &bad_dtype, &bad_dtype, TIDEGATE_SUM) != TIDEGATE_ERR_INVALID_ARGUMENT) return TIDEGATE_ERR_INTERNAL;
-    if (tidegate_allreduce(comm, &good, &good, static_cast<tidegate_reduce_op_t>(9)) != TIDEGATE_ERR_INVALID_ARGUMENT) return TIDEGATE_ERR_INTERNAL;
-    if (tidegate_broadcast(comm, &good, 7) != TIDEGATE_ERR_INVALID_ARGUMENT) return TIDEGATE_ERR_INTERNAL;
+    if (tidegate_allreduce(comm, &negative, &negative, TIDEGATE_SUM) !=
+        TIDEGATE_ERR_INVALID_ARGUMENT)
+      return TIDEGATE_ERR_INTERNAL;
+    if (tidegate_allreduce(comm, &null_data, &null_data, TIDEGATE_SUM) !=
+        TIDEGATE_ERR_INVALID_ARGUMENT)
+      return TIDEGATE_ERR_INTERNAL;
+    if (tidegate_allreduce(comm, &good, &shorter, TIDEGATE_SUM) != TIDEGATE_ERR_INVALID_ARGUMENT)
+      return TIDEGATE_ERR_INTERNAL;
+    if (tidegate_allreduce(comm, &bad_dtype, &bad_dtype, TIDEGATE_SUM) !=
+        TIDEGATE_ERR_INVALID_ARGUMENT)
+      return TIDEGATE_ERR_INTERNAL;
+    if (tidegate_allreduce(comm, &good, &good, static_cast<tidegate_reduce_op_t>(9)) !=
+        TIDEGATE_ERR_INVALID_ARGUMENT)
+      return TIDEGATE_ERR_INTERNAL;
+    if (tidegate_broadcast(comm, &good, 7) != TIDEGATE_ERR_INVALID_ARGUMENT)
+      return TIDEGATE_ERR_INTERNAL;
     // A zero-size tensor may have a NULL pointer.
     tidegate_tensor_t empty = tidegate_host_tensor(nullptr, 0, TIDEGATE_FLOAT32);
     tidegate_status_t st = tidegate_allreduce(comm, &empty, &empty, TIDEGATE_SUM);

@@ -77,29 +77,36 @@ int check_allreduce(const Rank& r, int64_t count, tidegate_dtype_t dtype, tidega
   tidegate_tensor_t ti = tidegate_host_tensor(in.data(), count, dtype);
   tidegate_tensor_t to = tidegate_host_tensor(in_place ? in.data() : out.data(), count, dtype);
   const std::string what = describe("allreduce", count, dtype, op) + (in_place ? " in place" : "");
-  if (tidegate_allreduce(r.comm, &ti, &to, op) != TIDEGATE_OK) return fail(r, what + ": " + tidegate_last_error());
+  if (tidegate_allreduce(r.comm, &ti, &to, op) != TIDEGATE_OK)
+    return fail(r, what + ": " + tidegate_last_error());
   const std::vector<unsigned char>& result = in_place ? in : out;
   for (int64_t i = 0; i < count; ++i) {
-    if (!value_ok(result.data(), i, i, r.size, dtype, op)) return fail(r, what + ": element " + std::to_string(i));
+    if (!value_ok(result.data(), i, i, r.size, dtype, op))
+      return fail(r, what + ": element " + std::to_string(i));
   }
-  if (!identical_everywhere(result)) return fail(r, what + ": results differ bitwise between ranks");
+  if (!identical_everywhere(result))
+    return fail(r, what + ": results differ bitwise between ranks");
   return 0;
 }
 
-int check_reduce_scatter(const Rank& r, int64_t count, tidegate_dtype_t dtype, tidegate_reduce_op_t op,
-                         bool in_place) {
+int check_reduce_scatter(const Rank& r, int64_t count, tidegate_dtype_t dtype,
+                         tidegate_reduce_op_t op, bool in_place) {
   int64_t offset = 0, length = 0;
   tidegate_block_range(count, r.size, r.rank, &offset, &length);
   const size_t element = tidegate_dtype_size(dtype);
-  std::vector<unsigned char> in(static_cast<size_t>(count) * element), out(static_cast<size_t>(length) * element);
+  std::vector<unsigned char> in(static_cast<size_t>(count) * element),
+      out(static_cast<size_t>(length) * element);
   for (int64_t i = 0; i < count; ++i) store_value(in.data(), dtype, i, input_value(r.rank, i, op));
   tidegate_tensor_t ti = tidegate_host_tensor(in.data(), count, dtype);
   tidegate_tensor_t to = tidegate_host_tensor(in_place ? in.data() : out.data(), length, dtype);
-  const std::string what = describe("reduce_scatter", count, dtype, op) + (in_place ? " in place" : "");
-  if (tidegate_reduce_scatter(r.comm, &ti, &to, op) != TIDEGATE_OK) return fail(r, what + ": " + tidegate_last_error());
+  const std::string what =
+      describe("reduce_scatter", count, dtype, op) + (in_place ? " in place" : "");
+  if (tidegate_reduce_scatter(r.comm, &ti, &to, op) != TIDEGATE_OK)
+    return fail(r, what + ": " + tidegate_last_error());
   const unsigned char* result = in_place ? in.data() : out.data();
   for (int64_t i = 0; i < length; ++i) {
-    if (!value_ok(result, i, offset + i, r.size, dtype, op)) return fail(r, what + ": element " + std::to_string(i));
+    if (!value_ok(result, i, offset + i, r.size, dtype, op))
+      return fail(r, what + ": element " + std::to_string(i));
   }
   return 0;
 }
@@ -110,14 +117,18 @@ int check_allgather(const Rank& r, int64_t count, tidegate_dtype_t dtype, bool i
   const size_t block = static_cast<size_t>(count) * element;
   std::vector<unsigned char> in(block), out(block * static_cast<size_t>(r.size));
   unsigned char* own = in_place ? out.data() + block * static_cast<size_t>(r.rank) : in.data();
-  for (int64_t i = 0; i < count; ++i) store_value(own, dtype, i, input_value(r.rank, i, TIDEGATE_SUM));
+  for (int64_t i = 0; i < count; ++i)
+    store_value(own, dtype, i, input_value(r.rank, i, TIDEGATE_SUM));
   tidegate_tensor_t ti = tidegate_host_tensor(own, count, dtype);
   tidegate_tensor_t to = tidegate_host_tensor(out.data(), count * r.size, dtype);
-  const std::string what = describe("allgather", count, dtype, TIDEGATE_SUM) + (in_place ? " in place" : "");
-  if (tidegate_allgather(r.comm, &ti, &to) != TIDEGATE_OK) return fail(r, what + ": " + tidegate_last_error());
+  const std::string what =
+      describe("allgather", count, dtype, TIDEGATE_SUM) + (in_place ? " in place" : "");
+  if (tidegate_allgather(r.comm, &ti, &to) != TIDEGATE_OK)
+    return fail(r, what + ": " + tidegate_last_error());
   for (int src = 0; src < r.size; ++src) {
     for (int64_t i = 0; i < count; ++i) {
-      if (load_value(out.data() + block * static_cast<size_t>(src), dtype, i) != input_value(src, i, TIDEGATE_SUM)) {
+      if (load_value(out.data() + block * static_cast<size_t>(src), dtype, i) !=
+          input_value(src, i, TIDEGATE_SUM)) {
         return fail(r, what + ": rank " + std::to_string(src) + "'s element " + std::to_string(i));
       }
     }
@@ -137,8 +148,9 @@ int run_values(const Rank& r) {
         checks += 2;
       }
     }
-    for (tidegate_dtype_t dtype : {TIDEGATE_FLOAT32, TIDEGATE_FLOAT64, TIDEGATE_FLOAT16, TIDEGATE_BFLOAT16,
-                                   TIDEGATE_INT32, TIDEGATE_INT64, TIDEGATE_UINT8}) {
+    for (tidegate_dtype_t dtype :
+         {TIDEGATE_FLOAT32, TIDEGATE_FLOAT64, TIDEGATE_FLOAT16, TIDEGATE_BFLOAT16, TIDEGATE_INT32,
+          TIDEGATE_INT64, TIDEGATE_UINT8}) {
       if (int rc = check_allgather(r, count, dtype, (checks % 2) == 1)) return rc;
       ++checks;
     }
@@ -153,7 +165,8 @@ int expect_error(const Rank& r, tidegate_status_t st, tidegate_status_t want,
   std::printf("rank %d: %s: %s\n", r.rank, tidegate_status_string(st), message.c_str());
   if (st != want) return fail(r, std::string("expected ") + tidegate_status_string(want));
   for (const std::string& phrase : phrases) {
-    if (message.find(phrase) == std::string::npos) return fail(r, "the message lacks '" + phrase + "'");
+    if (message.find(phrase) == std::string::npos)
+      return fail(r, "the message lacks '" + phrase + "'");
   }
   return 0;
 }
@@ -165,7 +178,8 @@ int run_scenario(const Rank& r, const std::string& scenario) {
       std::printf("mismatch needs two ranks: nothing to check on one\n");
       return 0;
     }
-    tidegate_tensor_t t = tidegate_host_tensor(data.data(), r.rank == 1 ? 4000 : 4096, TIDEGATE_FLOAT32);
+    tidegate_tensor_t t =
+        tidegate_host_tensor(data.data(), r.rank == 1 ? 4000 : 4096, TIDEGATE_FLOAT32);
     // Caught by the identity check that precedes every native op (or by MPI's header gather);
     // either way the message names rank 1, the one that differs, the op and the field.
     return expect_error(r, tidegate_allreduce(r.comm, &t, &t, TIDEGATE_SUM), TIDEGATE_ERR_MISMATCH,
@@ -173,8 +187,8 @@ int run_scenario(const Rank& r, const std::string& scenario) {
   }
   if (scenario == "float16") {
     tidegate_tensor_t t = tidegate_host_tensor(data.data(), 16, TIDEGATE_FLOAT16);
-    return expect_error(r, tidegate_allreduce(r.comm, &t, &t, TIDEGATE_SUM), TIDEGATE_ERR_UNSUPPORTED,
-                        {"native", "mpi", "float16"});
+    return expect_error(r, tidegate_allreduce(r.comm, &t, &t, TIDEGATE_SUM),
+                        TIDEGATE_ERR_UNSUPPORTED, {"native", "mpi", "float16"});
   }
   return fail(r, "unknown scenario " + scenario);
 }
@@ -187,7 +201,8 @@ int main(int argc, char** argv) {
   MPI_Comm world = MPI_COMM_WORLD;
   Rank r;
   int rc = 1;
-  if (const tidegate_status_t created = tidegate_comm_create_from_mpi(&world, &r.comm); created != TIDEGATE_OK) {
+  if (const tidegate_status_t created = tidegate_comm_create_from_mpi(&world, &r.comm);
+      created != TIDEGATE_OK) {
     rc = tidegate::testing::creation_failure_exit_code(created, argc, argv);
   } else {
     tidegate_comm_rank(r.comm, &r.rank);

@@ -82,7 +82,8 @@ TEST(Planning, OnlineReplanningKeepsRanksInStep) {
       std::vector<double> data(static_cast<size_t>(count));
       for (int64_t i = 0; i < count; ++i) data[i] = static_cast<double>((i + op) % 13 + rank);
       tidegate_tensor_t t = tidegate_host_tensor(data.data(), count, TIDEGATE_FLOAT64);
-      ASSERT_EQ(tidegate_allreduce(comm, &t, &t, TIDEGATE_SUM), TIDEGATE_OK) << tidegate_last_error();
+      ASSERT_EQ(tidegate_allreduce(comm, &t, &t, TIDEGATE_SUM), TIDEGATE_OK)
+          << tidegate_last_error();
       uint64_t hash = 1469598103934665603ull;
       for (int64_t i = 0; i < count; ++i) {
         ASSERT_EQ(data[i], 3.0 * ((i + op) % 13) + 3.0) << "op " << op << " element " << i;
@@ -95,10 +96,12 @@ TEST(Planning, OnlineReplanningKeepsRanksInStep) {
   });
   EXPECT_EQ(hashes[0], hashes[1]);
   EXPECT_EQ(hashes[0], hashes[2]);
-  EXPECT_GT(impl(world.comm(0)).planner().replans(), 0) << impl(world.comm(0)).planner().plan_table();
+  EXPECT_GT(impl(world.comm(0)).planner().replans(), 0)
+      << impl(world.comm(0)).planner().plan_table();
   EXPECT_EQ(impl(world.comm(0)).probe_profile().source, "cache:" + cache);
   for (int r = 1; r < 3; ++r) {
-    EXPECT_EQ(impl(world.comm(r)).planner().plan_table(), impl(world.comm(0)).planner().plan_table());
+    EXPECT_EQ(impl(world.comm(r)).planner().plan_table(),
+              impl(world.comm(0)).planner().plan_table());
     EXPECT_EQ(impl(world.comm(r)).planner().replans(), impl(world.comm(0)).planner().replans());
   }
   ::unlink(cache.c_str());

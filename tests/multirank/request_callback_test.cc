@@ -46,9 +46,11 @@ TEST(RequestCallbacks, RunOnceInPostingOrderWithTheStatus) {
       data.emplace_back(op % 2 == 0 ? (1 << 18) : 3, 1.0f);
     }
     for (int op = 0; op < kOps; ++op) {
-      tidegate_tensor_t t = tidegate_host_tensor(data[op].data(), static_cast<int64_t>(data[op].size()), TIDEGATE_FLOAT32);
+      tidegate_tensor_t t = tidegate_host_tensor(
+          data[op].data(), static_cast<int64_t>(data[op].size()), TIDEGATE_FLOAT32);
       tidegate_request_t request = nullptr;
-      ASSERT_EQ(tidegate_iallreduce(comm, &t, &t, TIDEGATE_SUM, &request), TIDEGATE_OK) << tidegate_last_error();
+      ASSERT_EQ(tidegate_iallreduce(comm, &t, &t, TIDEGATE_SUM, &request), TIDEGATE_OK)
+          << tidegate_last_error();
       tickets[op] = {&records[rank], op};
       ASSERT_EQ(tidegate_request_on_complete(request, on_done, &tickets[op]), TIDEGATE_OK);
       requests.push_back(request);

@@ -23,7 +23,8 @@ inline uint16_t float_to_half(float f) {
   const uint32_t sign = (x >> 16) & 0x8000;
   int32_t exponent = static_cast<int32_t>((x >> 23) & 0xff) - 127 + 15;
   uint32_t mantissa = x & 0x7fffff;
-  if (((x >> 23) & 0xff) == 0xff) return static_cast<uint16_t>(sign | 0x7c00 | (mantissa ? 0x200 : 0));
+  if (((x >> 23) & 0xff) == 0xff)
+    return static_cast<uint16_t>(sign | 0x7c00 | (mantissa ? 0x200 : 0));
   if (exponent >= 31) return static_cast<uint16_t>(sign | 0x7c00);
   if (exponent <= 0) return static_cast<uint16_t>(sign);  // tests use no subnormals
   uint32_t half = sign | (static_cast<uint32_t>(exponent) << 10) | (mantissa >> 13);
@@ -40,8 +41,10 @@ inline float half_to_float(uint16_t h) {
     float f = static_cast<float>(mantissa) / 16777216.0f;  // 2^-24
     return sign ? -f : f;
   }
-  if (exponent == 31) x = sign | 0x7f800000 | (mantissa << 13);
-  else x = sign | ((exponent - 15 + 127) << 23) | (mantissa << 13);
+  if (exponent == 31)
+    x = sign | 0x7f800000 | (mantissa << 13);
+  else
+    x = sign | ((exponent - 15 + 127) << 23) | (mantissa << 13);
   float f;
   std::memcpy(&f, &x, 4);
   return f;
@@ -63,25 +66,46 @@ inline float bf16_to_float(uint16_t b) {
 // Writes value (an exact small number) as element i of a dtype buffer.
 inline void store_value(void* buffer, tidegate_dtype_t dtype, int64_t i, double v) {
   switch (dtype) {
-    case TIDEGATE_FLOAT32: static_cast<float*>(buffer)[i] = static_cast<float>(v); break;
-    case TIDEGATE_FLOAT64: static_cast<double*>(buffer)[i] = v; break;
-    case TIDEGATE_FLOAT16: static_cast<uint16_t*>(buffer)[i] = float_to_half(static_cast<float>(v)); break;
-    case TIDEGATE_BFLOAT16: static_cast<uint16_t*>(buffer)[i] = float_to_bf16(static_cast<float>(v)); break;
-    case TIDEGATE_INT32: static_cast<int32_t*>(buffer)[i] = static_cast<int32_t>(v); break;
-    case TIDEGATE_INT64: static_cast<int64_t*>(buffer)[i] = static_cast<int64_t>(v); break;
-    case TIDEGATE_UINT8: static_cast<uint8_t*>(buffer)[i] = static_cast<uint8_t>(static_cast<int64_t>(v)); break;
+    case TIDEGATE_FLOAT32:
+      static_cast<float*>(buffer)[i] = static_cast<float>(v);
+      break;
+    case TIDEGATE_FLOAT64:
+      static_cast<double*>(buffer)[i] = v;
+      break;
+    case TIDEGATE_FLOAT16:
+      static_cast<uint16_t*>(buffer)[i] = float_to_half(static_cast<float>(v));
+      break;
+    case TIDEGATE_BFLOAT16:
+      static_cast<uint16_t*>(buffer)[i] = float_to_bf16(static_cast<float>(v));
+      break;
+    case TIDEGATE_INT32:
+      static_cast<int32_t*>(buffer)[i] = static_cast<int32_t>(v);
+      break;
+    case TIDEGATE_INT64:
+      static_cast<int64_t*>(buffer)[i] = static_cast<int64_t>(v);
+      break;
+    case TIDEGATE_UINT8:
+      static_cast<uint8_t*>(buffer)[i] = static_cast<uint8_t>(static_cast<int64_t>(v));
+      break;
   }
 }
 
 inline double load_value(const void* buffer, tidegate_dtype_t dtype, int64_t i) {
   switch (dtype) {
-    case TIDEGATE_FLOAT32: return static_cast<const float*>(buffer)[i];
-    case TIDEGATE_FLOAT64: return static_cast<const double*>(buffer)[i];
-    case TIDEGATE_FLOAT16: return half_to_float(static_cast<const uint16_t*>(buffer)[i]);
-    case TIDEGATE_BFLOAT16: return bf16_to_float(static_cast<const uint16_t*>(buffer)[i]);
-    case TIDEGATE_INT32: return static_cast<const int32_t*>(buffer)[i];
-    case TIDEGATE_INT64: return static_cast<double>(static_cast<const int64_t*>(buffer)[i]);
-    case TIDEGATE_UINT8: return static_cast<const uint8_t*>(buffer)[i];
+    case TIDEGATE_FLOAT32:
+      return static_cast<const float*>(buffer)[i];
+    case TIDEGATE_FLOAT64:
+      return static_cast<const double*>(buffer)[i];
+    case TIDEGATE_FLOAT16:
+      return half_to_float(static_cast<const uint16_t*>(buffer)[i]);
+    case TIDEGATE_BFLOAT16:
+      return bf16_to_float(static_cast<const uint16_t*>(buffer)[i]);
+    case TIDEGATE_INT32:
+      return static_cast<const int32_t*>(buffer)[i];
+    case TIDEGATE_INT64:
+      return static_cast<double>(static_cast<const int64_t*>(buffer)[i]);
+    case TIDEGATE_UINT8:
+      return static_cast<const uint8_t*>(buffer)[i];
   }
   return 0;
 }
@@ -96,10 +120,19 @@ inline double expected_value(int size, int64_t i, tidegate_reduce_op_t op, tideg
   for (int r = 1; r < size; ++r) {
     const double v = input_value(r, i, op);
     switch (op) {
-      case TIDEGATE_SUM: case TIDEGATE_AVG: acc += v; break;
-      case TIDEGATE_PROD: acc *= v; break;
-      case TIDEGATE_MIN: acc = v < acc ? v : acc; break;
-      case TIDEGATE_MAX: acc = v > acc ? v : acc; break;
+      case TIDEGATE_SUM:
+      case TIDEGATE_AVG:
+        acc += v;
+        break;
+      case TIDEGATE_PROD:
+        acc *= v;
+        break;
+      case TIDEGATE_MIN:
+        acc = v < acc ? v : acc;
+        break;
+      case TIDEGATE_MAX:
+        acc = v > acc ? v : acc;
+        break;
     }
   }
   if (op == TIDEGATE_AVG) {

@@ -16,7 +16,8 @@ int store_set(void* ctx, const char* key, const void* value, size_t len) {
   return store->set(key, std::string(static_cast<const char*>(value), len)).is_ok() ? 0 : 2;
 }
 
-int store_get(void* ctx, const char* key, void* value, size_t capacity, size_t* len, int64_t timeout_ms) {
+int store_get(void* ctx, const char* key, void* value, size_t capacity, size_t* len,
+              int64_t timeout_ms) {
   auto* store = static_cast<MemoryStore*>(ctx);
   std::string found;
   Status st = store->get(key, Deadline::after_ms(timeout_ms), &found);

@@ -113,7 +113,8 @@ TEST(CostModel, MeasuredNativeIsNotExtrapolatedBeyondItsLargestSize) {
   figures.native_alpha_us = 10;
   figures.native_bandwidth_GBps = 2;
   figures.native_max_bytes = kMiB / 2;
-  EXPECT_NEAR(predict("native", OpKind::kAllreduce, kMiB / 4, 4, figures), 10 + 0.25 * kMiB * 5e-4 * 1.5, 1e-6);
+  EXPECT_NEAR(predict("native", OpKind::kAllreduce, kMiB / 4, 4, figures),
+              10 + 0.25 * kMiB * 5e-4 * 1.5, 1e-6);
   EXPECT_NEAR(predict("native", OpKind::kAllreduce, kMiB, 4, figures), 1851.5072 + 50, 1e-6);
 }
 
@@ -126,8 +127,8 @@ TEST(CostModel, UnmeasuredNativeIsOurBestPlusOneLatency) {
 TEST(CostModel, CorrectionsScaleOnlyTheirPair) {
   Corrections corrections{{{"tcp", "ring"}, 2.0}, {{"mpi", "rabenseifner"}, 10.0}};
   EXPECT_NEAR(predict("ring", OpKind::kAllreduce, kMiB, 4, link(), corrections), 3745.728, 1e-6);
-  EXPECT_NEAR(predict("rabenseifner", OpKind::kAllreduce, kMiB, 4, link(), corrections),
-              1851.5072, 1e-6);
+  EXPECT_NEAR(predict("rabenseifner", OpKind::kAllreduce, kMiB, 4, link(), corrections), 1851.5072,
+              1e-6);
 }
 
 TEST(CostModel, RankingFlipsWithSize) {

@@ -9,8 +9,8 @@ namespace {
 
 constexpr int64_t kKiB = 1024;
 constexpr int64_t kMiB = 1024 * 1024;
-constexpr OpKind kKinds[] = {OpKind::kAllreduce, OpKind::kReduceScatter, OpKind::kAllgather,
-                             OpKind::kAllgatherv, OpKind::kBroadcast, OpKind::kBarrier,
+constexpr OpKind kKinds[] = {OpKind::kAllreduce,  OpKind::kReduceScatter, OpKind::kAllgather,
+                             OpKind::kAllgatherv, OpKind::kBroadcast,     OpKind::kBarrier,
                              OpKind::kAlltoallv};
 
 TransportFigures figures(const std::string& name, double alpha_us, double bandwidth_GBps) {
@@ -128,7 +128,8 @@ TEST(Plan, MeasuredNativeWinsWhenItIsFaster) {
   TransportFigures mpi = figures("mpi", 50, 1);
   in.profile.transports.push_back(mpi);
   Plan unmeasured = build_ok(in);
-  for (const PlanEntry& e : unmeasured.entries()) EXPECT_NE(e.ranked.front().algorithm_name(), "native");
+  for (const PlanEntry& e : unmeasured.entries())
+    EXPECT_NE(e.ranked.front().algorithm_name(), "native");
 
   in.profile.transports.back().native_alpha_us = 5;
   in.profile.transports.back().native_bandwidth_GBps = 10;
@@ -267,7 +268,8 @@ TEST(Plan, TuneRuleLeavingNoChoiceIsAConfigError) {
   ASSERT_TRUE(parse_tune("allreduce:host:@pairwise", &in.tune).is_ok());
   Status st = build_error(in);
   EXPECT_EQ(st.code(), TIDEGATE_ERR_CONFIG);
-  EXPECT_TRUE(contains(st.message(), "'allreduce:host:@pairwise' leaves no choice")) << st.message();
+  EXPECT_TRUE(contains(st.message(), "'allreduce:host:@pairwise' leaves no choice"))
+      << st.message();
   EXPECT_TRUE(contains(st.message(), "algorithms: ring, recursive_doubling, rabenseifner"))
       << st.message();
 

@@ -26,8 +26,12 @@ class StubTransport : public Transport {
                        tidegate_memory_t memory) const override {
     return native_float32_ && dtype == TIDEGATE_FLOAT32 && memory == TIDEGATE_MEMORY_HOST;
   }
-  Status isend(int, uint32_t, const WireHeader&, const void*, size_t, Handle*) override { return unsupported("stub"); }
-  Status irecv(int, uint32_t, const WireHeader&, void*, size_t, Handle*) override { return unsupported("stub"); }
+  Status isend(int, uint32_t, const WireHeader&, const void*, size_t, Handle*) override {
+    return unsupported("stub");
+  }
+  Status irecv(int, uint32_t, const WireHeader&, void*, size_t, Handle*) override {
+    return unsupported("stub");
+  }
   Status test(Handle, bool*, size_t*) override { return unsupported("stub"); }
   Status progress(Milliseconds, bool*) override { return Status::ok(); }
   void wake() override {}
@@ -56,7 +60,8 @@ struct World {
   std::unique_ptr<Planner> planner;
 
   // tcp (own algorithms only) and, optionally, mpi whose measured native allreduce is fast.
-  explicit World(bool with_native_mpi, const std::vector<std::pair<std::string, std::string>>& env = {}) {
+  explicit World(bool with_native_mpi,
+                 const std::vector<std::pair<std::string, std::string>>& env = {}) {
     for (const auto& [k, v] : env) EXPECT_TRUE(config.set(k, v).is_ok()) << k;
     PlanInputs in;
     in.size = 4;

@@ -15,8 +15,8 @@
 #include <string>
 
 #include "base/auth.h"
-#include "bootstrap/tcp_store.h"
 #include "base/log.h"
+#include "bootstrap/tcp_store.h"
 #include "select/probe.h"
 #include "transports/tcp/tcp_transport.h"
 

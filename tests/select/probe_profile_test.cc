@@ -125,9 +125,11 @@ TEST(ProbeProfile, JsonHasTheDocumentedShape) {
   p.source = "cache:/tmp/a\"b\\c";
   p.reduce_GBps = 2.5;
   const std::string json = p.to_json();
-  EXPECT_EQ(json.rfind("{\"size\":4,\"source\":\"cache:/tmp/a\\\"b\\\\c\",\"probe_ms\":0,", 0), 0u) << json;
+  EXPECT_EQ(json.rfind("{\"size\":4,\"source\":\"cache:/tmp/a\\\"b\\\\c\",\"probe_ms\":0,", 0), 0u)
+      << json;
   EXPECT_NE(json.find("\"reduce_GBps\":2.5"), std::string::npos) << json;
-  EXPECT_NE(json.find("\"probe\":{\"tcp\":{\"alpha_us\":20,\"bandwidth_GBps\":1.25"), std::string::npos)
+  EXPECT_NE(json.find("\"probe\":{\"tcp\":{\"alpha_us\":20,\"bandwidth_GBps\":1.25"),
+            std::string::npos)
       << json;
   EXPECT_EQ(json.substr(json.size() - 3), "}}}") << json;
 }

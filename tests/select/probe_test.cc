@@ -47,8 +47,12 @@ class UntouchableTransport : public Transport {
  public:
   const char* name() const override { return "tcp"; }
   TransportCapabilities capabilities() const override { return {}; }
-  Status isend(int, uint32_t, const WireHeader&, const void*, size_t, Handle*) override { return touched(); }
-  Status irecv(int, uint32_t, const WireHeader&, void*, size_t, Handle*) override { return touched(); }
+  Status isend(int, uint32_t, const WireHeader&, const void*, size_t, Handle*) override {
+    return touched();
+  }
+  Status irecv(int, uint32_t, const WireHeader&, void*, size_t, Handle*) override {
+    return touched();
+  }
   Status test(Handle, bool*, size_t*) override { return touched(); }
   Status progress(Milliseconds, bool*) override { return touched(); }
   void wake() override {}
@@ -80,8 +84,8 @@ class FakeNativeTransport : public Transport {
                size_t bytes, Handle* handle) override {
     return inner_->isend(peer, channel, header, payload, bytes, handle);
   }
-  Status irecv(int peer, uint32_t channel, const WireHeader& expected, void* payload,
-               size_t bytes, Handle* handle) override {
+  Status irecv(int peer, uint32_t channel, const WireHeader& expected, void* payload, size_t bytes,
+               Handle* handle) override {
     return inner_->irecv(peer, channel, expected, payload, bytes, handle);
   }
   Status test(Handle handle, bool* done, size_t* payload_bytes) override {
@@ -89,13 +93,16 @@ class FakeNativeTransport : public Transport {
     *done = true;
     return Status::ok();
   }
-  Status progress(Milliseconds max_wait, bool* activity) override { return inner_->progress(max_wait, activity); }
+  Status progress(Milliseconds max_wait, bool* activity) override {
+    return inner_->progress(max_wait, activity);
+  }
   bool supports_native(NativeCollective kind, tidegate_dtype_t dtype, tidegate_reduce_op_t op,
                        tidegate_memory_t memory) const override {
-    return kind == NativeCollective::kAllreduce && dtype == TIDEGATE_FLOAT32 && op == TIDEGATE_SUM &&
-           memory == TIDEGATE_MEMORY_HOST;
+    return kind == NativeCollective::kAllreduce && dtype == TIDEGATE_FLOAT32 &&
+           op == TIDEGATE_SUM && memory == TIDEGATE_MEMORY_HOST;
   }
-  Status post_native(const WireHeader& header, const NativeCollectiveArgs& args, Handle* handle) override {
+  Status post_native(const WireHeader& header, const NativeCollectiveArgs& args,
+                     Handle* handle) override {
     if (!completes_) return Transport::post_native(header, args, handle);
     EXPECT_EQ(header.op_kind, OpKind::kAllreduce);
     EXPECT_EQ(header.count, args.count);
@@ -123,7 +130,8 @@ struct RankResult {
 };
 
 // Runs run_probe on every rank at once; `transport_of(rank)` gives each rank's transport.
-std::vector<RankResult> run_all(int size, Store* store, const std::function<Transport*(int)>& transport_of,
+std::vector<RankResult> run_all(int size, Store* store,
+                                const std::function<Transport*(int)>& transport_of,
                                 const std::function<void(Config*)>& configure = {}) {
   std::vector<RankResult> results(static_cast<size_t>(size));
   tcp_testing::run_ranks(size, [&](int rank) {
@@ -148,14 +156,15 @@ std::vector<RankResult> run_all(int size, Store* store, const std::function<Tran
 
 void expect_identical(const std::vector<RankResult>& results) {
   for (size_t rank = 0; rank < results.size(); ++rank) {
-    ASSERT_TRUE(results[rank].status.is_ok()) << "rank " << rank << ": " << results[rank].status.to_string();
+    ASSERT_TRUE(results[rank].status.is_ok())
+        << "rank " << rank << ": " << results[rank].status.to_string();
     EXPECT_EQ(results[rank].profile.to_text(), results[0].profile.to_text()) << "rank " << rank;
   }
 }
 
 std::string temp_path(const std::string& name) {
-  const std::string path = ::testing::TempDir() + "tidegate_probe_" + name + "_" +
-                           std::to_string(::getpid());
+  const std::string path =
+      ::testing::TempDir() + "tidegate_probe_" + name + "_" + std::to_string(::getpid());
   std::remove(path.c_str());
   return path;
 }
@@ -173,7 +182,8 @@ TEST_P(ProbeRanks, MeasuresAgreesAndKeepsTheBudget) {
   const int size = GetParam();
   TcpWorld world(size);
   ASSERT_TRUE(world.all_ok());
-  const auto results = run_all(size, &world.store(), [&](int rank) { return &world.transport(rank); });
+  const auto results =
+      run_all(size, &world.store(), [&](int rank) { return &world.transport(rank); });
   expect_identical(results);
   const ProbeProfile& p = results[0].profile;
   EXPECT_EQ(p.size, size);
@@ -204,7 +214,8 @@ TEST(Probe, NativeAllreduceIsTimedWhenOfferedAndSkippedWhenRefused) {
   ASSERT_TRUE(world.all_ok());
   for (bool completes : {false, true}) {
     std::vector<std::unique_ptr<FakeNativeTransport>> fakes;
-    for (int r = 0; r < 3; ++r) fakes.push_back(std::make_unique<FakeNativeTransport>(&world.transport(r), completes));
+    for (int r = 0; r < 3; ++r)
+      fakes.push_back(std::make_unique<FakeNativeTransport>(&world.transport(r), completes));
     auto store = make_prefix_store(&world.store(), completes ? "completes/" : "refuses/");
     const auto results = run_all(3, store.get(), [&](int r) { return fakes[r].get(); });
     expect_identical(results);
@@ -235,8 +246,9 @@ TEST(Probe, SingleRankUsesNeitherWireNorStore) {
 TEST(Probe, OffGivesDefaultsWithoutWireOrStore) {
   std::vector<UntouchableTransport> transports(4);
   CountingStore store(nullptr);
-  const auto results = run_all(4, &store, [&](int rank) { return &transports[rank]; },
-                               [](Config* c) { ASSERT_TRUE(c->set("TIDEGATE_PROBE", "off").is_ok()); });
+  const auto results = run_all(
+      4, &store, [&](int rank) { return &transports[rank]; },
+      [](Config* c) { ASSERT_TRUE(c->set("TIDEGATE_PROBE", "off").is_ok()); });
   expect_identical(results);
   EXPECT_EQ(results[0].profile.to_text(), ProbeProfile::defaults(4, {"tcp"}).to_text());
   EXPECT_EQ(store.calls, 0);
@@ -249,7 +261,8 @@ TEST(Probe, CacheIsWrittenThenLoadedWithoutMeasuring) {
   TcpWorld world(2);
   ASSERT_TRUE(world.all_ok());
   auto first_store = make_prefix_store(&world.store(), "first/");
-  const auto first = run_all(2, first_store.get(), [&](int r) { return &world.transport(r); }, use_cache);
+  const auto first = run_all(
+      2, first_store.get(), [&](int r) { return &world.transport(r); }, use_cache);
   expect_identical(first);
   EXPECT_EQ(first[0].profile.source, "measured");
   EXPECT_EQ(read_file(path), "tidegate-probe-cache 2\n" + first[0].profile.to_text());
@@ -257,7 +270,8 @@ TEST(Probe, CacheIsWrittenThenLoadedWithoutMeasuring) {
   // The second job must not measure: its transports fail on any use.
   std::vector<UntouchableTransport> untouchable(2);
   auto second_store = make_prefix_store(&world.store(), "second/");
-  const auto second = run_all(2, second_store.get(), [&](int r) { return &untouchable[r]; }, use_cache);
+  const auto second = run_all(
+      2, second_store.get(), [&](int r) { return &untouchable[r]; }, use_cache);
   expect_identical(second);
   const ProbeProfile& loaded = second[0].profile;
   EXPECT_EQ(loaded.source, "cache:" + path);
@@ -280,7 +294,8 @@ TEST(Probe, CacheForOtherRanksOrTransportsIsMeasuredAgain) {
   for (size_t i = 0; i < stale.size(); ++i) {
     ASSERT_TRUE(save_probe_cache(path, stale[i]).is_ok());
     auto store = make_prefix_store(&world.store(), "run" + std::to_string(i) + "/");
-    const auto results = run_all(2, store.get(), [&](int r) { return &world.transport(r); }, use_cache);
+    const auto results = run_all(
+        2, store.get(), [&](int r) { return &world.transport(r); }, use_cache);
     expect_identical(results);
     EXPECT_EQ(results[0].profile.source, "measured") << i;
     EXPECT_GT(results[0].profile.probe_ms, 0) << i;
@@ -300,12 +315,14 @@ TEST(Probe, MalformedCacheIsMeasuredAgainWithAWarning) {
   ASSERT_TRUE(world.all_ok());
   set_log_level(static_cast<int>(LogLevel::kWarn));
   ::testing::internal::CaptureStderr();
-  const auto results = run_all(2, &world.store(), [&](int r) { return &world.transport(r); }, use_cache);
+  const auto results = run_all(
+      2, &world.store(), [&](int r) { return &world.transport(r); }, use_cache);
   const std::string log = ::testing::internal::GetCapturedStderr();
   expect_identical(results);
   EXPECT_EQ(results[0].profile.source, "measured");
   EXPECT_NE(log.find("ignoring the cache file " + path), std::string::npos) << log;
-  EXPECT_NE(log.find("probe_ms"), std::string::npos) << "the warning should say what is wrong: " << log;
+  EXPECT_NE(log.find("probe_ms"), std::string::npos)
+      << "the warning should say what is wrong: " << log;
   EXPECT_EQ(read_file(path), "tidegate-probe-cache 2\n" + results[0].profile.to_text());
   std::remove(path.c_str());
 }

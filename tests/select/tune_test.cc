@@ -53,8 +53,8 @@ TEST(Tune, AcceptsUnknownTransportNames) {
 }
 
 TEST(Tune, EveryCollectiveNameIsATarget) {
-  for (const char* name : {"allreduce", "reduce_scatter", "allgather", "allgatherv",
-                           "broadcast", "barrier", "alltoallv"}) {
+  for (const char* name : {"allreduce", "reduce_scatter", "allgather", "allgatherv", "broadcast",
+                           "barrier", "alltoallv"}) {
     std::vector<TuneRule> rules;
     EXPECT_TRUE(parse_tune(std::string(name) + ":host", &rules).is_ok()) << name;
     ASSERT_EQ(rules.size(), 1u);
@@ -77,8 +77,9 @@ TEST(Tune, RejectsAnEmptyRange) {
 }
 
 TEST(Tune, RejectsUnknownCollectives) {
-  expect_rejected("allreduze:@ring", "rule 'allreduze:@ring' starts with 'allreduze', which is "
-                                     "not a collective (expected all, allreduce,");
+  expect_rejected("allreduze:@ring",
+                  "rule 'allreduze:@ring' starts with 'allreduze', which is "
+                  "not a collective (expected all, allreduce,");
   expect_rejected("Allreduce:@ring", "not a collective");
   expect_rejected(":@ring", "not a collective");
   expect_rejected("internal:@ring", "not a collective");

@@ -77,8 +77,8 @@ class LoopbackHub {
   // them with the lock released, so that large copies of different pairs run in parallel.
   void match_front(std::unique_lock<std::mutex>& lock, Link& link, int sender, int receiver);
   void complete(Transport::Handle handle, Status status, size_t length);  // lock held
-  Transport::Handle new_transfer(int owner);               // lock held
-  Status failure_for(int rank) const;                      // lock held
+  Transport::Handle new_transfer(int owner);                              // lock held
+  Status failure_for(int rank) const;                                     // lock held
 
   const int size_;
   const LoopbackOptions options_;

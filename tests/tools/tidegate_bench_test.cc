@@ -144,9 +144,27 @@ TEST(BenchUnderTidegateRun, RefusesTheMpiBaselineWithoutMpirun) {
 // ran and its ratio to the fastest forced choice is reported, every result checked.
 TEST(BenchUnderTidegateRun, CompareChoicesTimesEveryForcedChoice) {
   TempPath json;
-  ProcessResult r = run_process({TIDEGATE_RUN_PATH, "-n", "3", "--", TIDEGATE_BENCH_PATH, "-b", "4K",
-                                 "-e", "256K", "-f", "8", "-n", "2", "-w", "1", "-I", "0",
-                                 "--compare-choices", "1", "--json", json.path()},
+  ProcessResult r = run_process({TIDEGATE_RUN_PATH,
+                                 "-n",
+                                 "3",
+                                 "--",
+                                 TIDEGATE_BENCH_PATH,
+                                 "-b",
+                                 "4K",
+                                 "-e",
+                                 "256K",
+                                 "-f",
+                                 "8",
+                                 "-n",
+                                 "2",
+                                 "-w",
+                                 "1",
+                                 "-I",
+                                 "0",
+                                 "--compare-choices",
+                                 "1",
+                                 "--json",
+                                 json.path()},
                                 seconds(240), {"TIDEGATE_PROBE_BUDGET_MS=200"});
   ASSERT_FALSE(r.timed_out) << r.out << r.err;
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
@@ -171,8 +189,8 @@ TEST(BenchUnderTidegateRun, CompareChoicesTimesEveryForcedChoice) {
 // TIDEGATE_TRANSPORT in the environment is kept when --transport is not given.
 TEST(BenchUnderTidegateRun, TransportFromTheEnvironmentIsHonoured) {
   TempPath json;
-  ProcessResult r = run_process({TIDEGATE_RUN_PATH, "-n", "2", "--", TIDEGATE_BENCH_PATH, "-b", "1K",
-                                 "-e", "1K", "-n", "1", "-w", "0", "--json", json.path()},
+  ProcessResult r = run_process({TIDEGATE_RUN_PATH, "-n", "2", "--", TIDEGATE_BENCH_PATH, "-b",
+                                 "1K", "-e", "1K", "-n", "1", "-w", "0", "--json", json.path()},
                                 seconds(120), {"TIDEGATE_TRANSPORT=tcp", "TIDEGATE_PROBE=off"});
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
   std::vector<std::string> rows = read_lines(json.path());

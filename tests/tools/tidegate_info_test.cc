@@ -57,19 +57,22 @@ TEST(TidegateInfo, ProfileCacheSkipsTheProbeOnTheNextRun) {
   char dir[] = "/tmp/tidegate-info-test-XXXXXX";
   ASSERT_NE(::mkdtemp(dir), nullptr);
   const std::string cache = std::string(dir) + "/profile";
-  const std::vector<std::string> env = {"TIDEGATE_PROBE_CACHE=" + cache, "TIDEGATE_PROBE_BUDGET_MS=200"};
-  ProcessResult first = run_process({TIDEGATE_RUN_PATH, "-n", "2", "--", TIDEGATE_INFO_PATH, "--json"},
-                                    seconds(120), env);
+  const std::vector<std::string> env = {"TIDEGATE_PROBE_CACHE=" + cache,
+                                        "TIDEGATE_PROBE_BUDGET_MS=200"};
+  ProcessResult first = run_process(
+      {TIDEGATE_RUN_PATH, "-n", "2", "--", TIDEGATE_INFO_PATH, "--json"}, seconds(120), env);
   ASSERT_EQ(first.exit_code, 0) << first.err;
   EXPECT_NE(first.out.find("\"probe_source\":\"measured\""), std::string::npos) << first.out;
   ASSERT_TRUE(std::ifstream(cache).good()) << "rank 0 writes the cache";
-  ProcessResult second = run_process({TIDEGATE_RUN_PATH, "-n", "2", "--", TIDEGATE_INFO_PATH, "--json"},
-                                     seconds(120), env);
+  ProcessResult second = run_process(
+      {TIDEGATE_RUN_PATH, "-n", "2", "--", TIDEGATE_INFO_PATH, "--json"}, seconds(120), env);
   ASSERT_EQ(second.exit_code, 0) << second.err;
   EXPECT_NE(second.out.find("\"probe_source\":\"cache:"), std::string::npos) << second.out;
   EXPECT_EQ(number_after(second.out, "probe_ms"), 0) << second.out;
   // The same figures: the probe section of both runs is identical.
-  auto probe_of = [](const std::string& out) { return out.substr(out.find("\"probe\":{"), out.find("\"plan\"") - out.find("\"probe\":{")); };
+  auto probe_of = [](const std::string& out) {
+    return out.substr(out.find("\"probe\":{"), out.find("\"plan\"") - out.find("\"probe\":{"));
+  };
   EXPECT_EQ(probe_of(first.out), probe_of(second.out));
   ::unlink(cache.c_str());
   ::rmdir(dir);

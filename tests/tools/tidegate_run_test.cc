@@ -106,11 +106,11 @@ TEST(TidegateRun, EscalatesToSigkillWhenARankIgnoresSigterm) {
   ASSERT_NE(::mkdtemp(dir), nullptr);
   const std::string fifo = std::string(dir) + "/ready";
   ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
-  ProcessResult r = run_process(
-      launcher({"-n", "2", "--grace-ms", "200"},
-               "if [ $TIDEGATE_RANK = 0 ]; then read -r line < \"$FIFO\"; exit 4; fi; "
-               "trap '' TERM; echo ready > \"$FIFO\"; while :; do sleep 1; done"),
-      seconds(30), {"FIFO=" + fifo});
+  ProcessResult r =
+      run_process(launcher({"-n", "2", "--grace-ms", "200"},
+                           "if [ $TIDEGATE_RANK = 0 ]; then read -r line < \"$FIFO\"; exit 4; fi; "
+                           "trap '' TERM; echo ready > \"$FIFO\"; while :; do sleep 1; done"),
+                  seconds(30), {"FIFO=" + fifo});
   ::unlink(fifo.c_str());
   ::rmdir(dir);
   EXPECT_FALSE(r.timed_out);
@@ -137,8 +137,9 @@ TEST(TidegateRun, ForwardsSigintEvenWhenStartedWithItIgnored) {
   // A shell starts background commands with SIGINT ignored, and the ignoring is inherited;
   // the launcher must still receive SIGINT and hand the ranks a SIGINT they can trap.
   auto previous = std::signal(SIGINT, SIG_IGN);
-  Subprocess job(launcher({"-n", "2"}, "trap 'echo interrupted; exit 5' INT; echo ready; "
-                                       "while :; do sleep 0.05; done"));
+  Subprocess job(launcher({"-n", "2"},
+                          "trap 'echo interrupted; exit 5' INT; echo ready; "
+                          "while :; do sleep 0.05; done"));
   std::signal(SIGINT, previous);
   ASSERT_TRUE(job.wait_for_stdout("[0] ready", seconds(20)));
   ASSERT_TRUE(job.wait_for_stdout("[1] ready", seconds(20)));
@@ -147,7 +148,7 @@ TEST(TidegateRun, ForwardsSigintEvenWhenStartedWithItIgnored) {
   EXPECT_FALSE(r.timed_out);
   EXPECT_EQ(r.exit_code, 5) << r.err;
   EXPECT_EQ(line_set(r.out), (std::set<std::string>{"[0] ready", "[1] ready", "[0] interrupted",
-                                                     "[1] interrupted"}));
+                                                    "[1] interrupted"}));
 }
 
 TEST(TidegateRun, JobTimeoutStopsEverythingWith124) {

@@ -61,15 +61,21 @@ TEST(MpiNative, CapabilitiesTellTheTruth) {
   ASSERT_NE(w.transport, nullptr);
   const TransportCapabilities caps = w.transport->capabilities();
   EXPECT_TRUE(caps.native_allreduce && caps.native_allgather && caps.native_reduce_scatter);
-  EXPECT_TRUE(w.transport->supports_native(NativeCollective::kAllreduce, TIDEGATE_UINT8, TIDEGATE_AVG, TIDEGATE_MEMORY_HOST));
-  EXPECT_FALSE(w.transport->supports_native(NativeCollective::kAllreduce, TIDEGATE_FLOAT16, TIDEGATE_SUM, TIDEGATE_MEMORY_HOST));
-  EXPECT_FALSE(w.transport->supports_native(NativeCollective::kReduceScatter, TIDEGATE_BFLOAT16, TIDEGATE_MAX, TIDEGATE_MEMORY_HOST));
-  EXPECT_TRUE(w.transport->supports_native(NativeCollective::kAllgather, TIDEGATE_FLOAT16, TIDEGATE_SUM, TIDEGATE_MEMORY_HOST));
-  EXPECT_FALSE(w.transport->supports_native(NativeCollective::kAllreduce, TIDEGATE_FLOAT32, TIDEGATE_SUM, TIDEGATE_MEMORY_CUDA));
+  EXPECT_TRUE(w.transport->supports_native(NativeCollective::kAllreduce, TIDEGATE_UINT8,
+                                           TIDEGATE_AVG, TIDEGATE_MEMORY_HOST));
+  EXPECT_FALSE(w.transport->supports_native(NativeCollective::kAllreduce, TIDEGATE_FLOAT16,
+                                            TIDEGATE_SUM, TIDEGATE_MEMORY_HOST));
+  EXPECT_FALSE(w.transport->supports_native(NativeCollective::kReduceScatter, TIDEGATE_BFLOAT16,
+                                            TIDEGATE_MAX, TIDEGATE_MEMORY_HOST));
+  EXPECT_TRUE(w.transport->supports_native(NativeCollective::kAllgather, TIDEGATE_FLOAT16,
+                                           TIDEGATE_SUM, TIDEGATE_MEMORY_HOST));
+  EXPECT_FALSE(w.transport->supports_native(NativeCollective::kAllreduce, TIDEGATE_FLOAT32,
+                                            TIDEGATE_SUM, TIDEGATE_MEMORY_CUDA));
   uint16_t x = 0;
   Transport::Handle h = 0;
-  Status st = w.transport->post_native(header_for(OpKind::kAllreduce, 1, TIDEGATE_FLOAT16),
-                                       args_for(NativeCollective::kAllreduce, &x, &x, 1, TIDEGATE_FLOAT16), &h);
+  Status st = w.transport->post_native(
+      header_for(OpKind::kAllreduce, 1, TIDEGATE_FLOAT16),
+      args_for(NativeCollective::kAllreduce, &x, &x, 1, TIDEGATE_FLOAT16), &h);
   EXPECT_EQ(st.code(), TIDEGATE_ERR_UNSUPPORTED);
   EXPECT_NE(st.message().find("float16"), std::string::npos) << st.message();
   EXPECT_TRUE(w.transport->close(Deadline::after_ms(5000)).is_ok());
@@ -82,7 +88,8 @@ TEST(MpiNative, AllreduceIsSplitIntoCalls) {
   std::vector<int32_t> data(23);
   for (size_t i = 0; i < data.size(); ++i) data[i] = static_cast<int32_t>(i) * w.size + w.rank;
   Status st = run_native(*w.transport, header_for(OpKind::kAllreduce, 23, TIDEGATE_INT32),
-                         args_for(NativeCollective::kAllreduce, data.data(), data.data(), 23, TIDEGATE_INT32, TIDEGATE_AVG));
+                         args_for(NativeCollective::kAllreduce, data.data(), data.data(), 23,
+                                  TIDEGATE_INT32, TIDEGATE_AVG));
   ASSERT_TRUE(st.is_ok()) << st.to_string();
   const int32_t rank_sum = w.size * (w.size - 1) / 2;
   for (size_t i = 0; i < data.size(); ++i) {
@@ -102,8 +109,9 @@ TEST(MpiNative, AllgatherAboveTheLimitUsesABlockType) {
       std::vector<double> in(static_cast<size_t>(count));
       double* own = in_place ? out.data() + count * w.rank : in.data();
       for (int64_t i = 0; i < count; ++i) own[i] = 1000.0 * w.rank + static_cast<double>(i);
-      Status st = run_native(*w.transport, header_for(OpKind::kAllgather, count, TIDEGATE_FLOAT64, seq++),
-                             args_for(NativeCollective::kAllgather, own, out.data(), count, TIDEGATE_FLOAT64));
+      Status st = run_native(
+          *w.transport, header_for(OpKind::kAllgather, count, TIDEGATE_FLOAT64, seq++),
+          args_for(NativeCollective::kAllgather, own, out.data(), count, TIDEGATE_FLOAT64));
       ASSERT_TRUE(st.is_ok()) << st.to_string();
       for (int r = 0; r < w.size; ++r) {
         for (int64_t i = 0; i < count; ++i) {
@@ -121,18 +129,24 @@ TEST(MpiNative, ReduceScatterAboveTheLimitIsUnsupported) {
   ASSERT_NE(w.transport, nullptr);
   for (bool in_place : {false, true}) {
     std::vector<float> in(static_cast<size_t>(4 * w.size));
-    for (size_t i = 0; i < in.size(); ++i) in[i] = static_cast<float>(i + static_cast<size_t>(w.rank));
+    for (size_t i = 0; i < in.size(); ++i)
+      in[i] = static_cast<float>(i + static_cast<size_t>(w.rank));
     std::vector<float> out(4);
     float* dst = in_place ? in.data() : out.data();
-    Status st = run_native(*w.transport, header_for(OpKind::kReduceScatter, 4 * w.size, TIDEGATE_FLOAT32, in_place),
-                           args_for(NativeCollective::kReduceScatter, in.data(), dst, 4, TIDEGATE_FLOAT32, TIDEGATE_MAX));
+    Status st = run_native(
+        *w.transport, header_for(OpKind::kReduceScatter, 4 * w.size, TIDEGATE_FLOAT32, in_place),
+        args_for(NativeCollective::kReduceScatter, in.data(), dst, 4, TIDEGATE_FLOAT32,
+                 TIDEGATE_MAX));
     ASSERT_TRUE(st.is_ok()) << st.to_string();
-    for (int i = 0; i < 4; ++i) EXPECT_EQ(dst[i], static_cast<float>(4 * w.rank + i + w.size - 1)) << i;
+    for (int i = 0; i < 4; ++i)
+      EXPECT_EQ(dst[i], static_cast<float>(4 * w.rank + i + w.size - 1)) << i;
   }
   std::vector<float> big(static_cast<size_t>(6 * w.size)), block(6);
   Transport::Handle h = 0;
-  Status st = w.transport->post_native(header_for(OpKind::kReduceScatter, 6 * w.size, TIDEGATE_FLOAT32, 2),
-                                       args_for(NativeCollective::kReduceScatter, big.data(), block.data(), 6, TIDEGATE_FLOAT32), &h);
+  Status st = w.transport->post_native(
+      header_for(OpKind::kReduceScatter, 6 * w.size, TIDEGATE_FLOAT32, 2),
+      args_for(NativeCollective::kReduceScatter, big.data(), block.data(), 6, TIDEGATE_FLOAT32),
+      &h);
   EXPECT_EQ(st.code(), TIDEGATE_ERR_UNSUPPORTED);
   EXPECT_NE(st.message().find("reduce_scatter=ring"), std::string::npos) << st.message();
   EXPECT_TRUE(w.transport->close(Deadline::after_ms(5000)).is_ok());
@@ -146,14 +160,16 @@ TEST(MpiNative, HeaderMismatchFailsEveryRankAlike) {
   if (w.size < 2) GTEST_SKIP() << "needs two ranks";
   const tidegate_dtype_t dtype = w.rank == 1 ? TIDEGATE_INT32 : TIDEGATE_FLOAT32;
   std::vector<float> data(8, 1.0f);
-  Status st = run_native(*w.transport, header_for(OpKind::kAllreduce, 8, dtype),
-                         args_for(NativeCollective::kAllreduce, data.data(), data.data(), 8, dtype));
+  Status st =
+      run_native(*w.transport, header_for(OpKind::kAllreduce, 8, dtype),
+                 args_for(NativeCollective::kAllreduce, data.data(), data.data(), 8, dtype));
   EXPECT_EQ(st.code(), TIDEGATE_ERR_MISMATCH) << st.to_string();
   EXPECT_NE(st.message().find("field 'dtype'"), std::string::npos) << st.message();
   EXPECT_NE(st.message().find("rank 1 posted dtype=int32"), std::string::npos) << st.message();
   EXPECT_EQ(data[0], 1.0f);  // no data moved
-  st = run_native(*w.transport, header_for(OpKind::kAllreduce, 8, TIDEGATE_FLOAT32, 1),
-                  args_for(NativeCollective::kAllreduce, data.data(), data.data(), 8, TIDEGATE_FLOAT32));
+  st = run_native(
+      *w.transport, header_for(OpKind::kAllreduce, 8, TIDEGATE_FLOAT32, 1),
+      args_for(NativeCollective::kAllreduce, data.data(), data.data(), 8, TIDEGATE_FLOAT32));
   ASSERT_TRUE(st.is_ok()) << st.to_string();
   EXPECT_EQ(data[0], static_cast<float>(w.size));
   EXPECT_TRUE(w.transport->close(Deadline::after_ms(5000)).is_ok());
@@ -168,8 +184,12 @@ TEST(MpiNative, AbortFailsAPendingOp) {
   if (w.rank == 0) {
     std::vector<float> data(8, 1.0f);
     Transport::Handle h = 0;
-    ASSERT_TRUE(w.transport->post_native(header_for(OpKind::kAllreduce, 8, TIDEGATE_FLOAT32),
-                                         args_for(NativeCollective::kAllreduce, data.data(), data.data(), 8, TIDEGATE_FLOAT32), &h).is_ok());
+    ASSERT_TRUE(w.transport
+                    ->post_native(header_for(OpKind::kAllreduce, 8, TIDEGATE_FLOAT32),
+                                  args_for(NativeCollective::kAllreduce, data.data(), data.data(),
+                                           8, TIDEGATE_FLOAT32),
+                                  &h)
+                    .is_ok());
     w.transport->abort(aborted_error("rank 0 gives up"));
     bool done = false;
     Status st = w.transport->test(h, &done);

@@ -68,7 +68,10 @@ TEST(MpiTransport, FifoPerChannel) {
         auto& buf = data[c * kPerChannel + static_cast<uint32_t>(k)];
         std::iota(buf.begin(), buf.end(), static_cast<int>(c * 1000 + static_cast<uint32_t>(k)));
         Transport::Handle h = 0;
-        ASSERT_TRUE(w.transport->isend(1, c, header_for(0, static_cast<uint32_t>(k), 400), buf.data(), 400, &h).is_ok());
+        ASSERT_TRUE(
+            w.transport
+                ->isend(1, c, header_for(0, static_cast<uint32_t>(k), 400), buf.data(), 400, &h)
+                .is_ok());
         handles.push_back(h);
       }
     }
@@ -77,7 +80,10 @@ TEST(MpiTransport, FifoPerChannel) {
       for (int k = 0; k < kPerChannel; ++k) {
         Transport::Handle h = 0;
         auto& buf = data[c * kPerChannel + static_cast<uint32_t>(k)];
-        ASSERT_TRUE(w.transport->irecv(0, c, header_for(0, static_cast<uint32_t>(k), 400), buf.data(), 400, &h).is_ok());
+        ASSERT_TRUE(
+            w.transport
+                ->irecv(0, c, header_for(0, static_cast<uint32_t>(k), 400), buf.data(), 400, &h)
+                .is_ok());
         handles.push_back(h);
       }
     }
@@ -87,7 +93,8 @@ TEST(MpiTransport, FifoPerChannel) {
   if (w.rank == 1) {
     for (uint32_t c = 0; c < kChannels; ++c) {
       for (int k = 0; k < kPerChannel; ++k) {
-        EXPECT_EQ(data[c * kPerChannel + static_cast<uint32_t>(k)][5], static_cast<int>(c * 1000 + static_cast<uint32_t>(k) + 5));
+        EXPECT_EQ(data[c * kPerChannel + static_cast<uint32_t>(k)][5],
+                  static_cast<int>(c * 1000 + static_cast<uint32_t>(k) + 5));
       }
     }
   }
@@ -105,12 +112,18 @@ TEST(MpiTransport, ChunksLargePayloads) {
   const int next = (w.rank + 1) % w.size;
   const int prev = (w.rank + w.size - 1) % w.size;
   std::vector<unsigned char> out(bytes);
-  for (size_t i = 0; i < bytes; ++i) out[i] = static_cast<unsigned char>((i * 7 + static_cast<size_t>(w.rank)) & 0xff);
-  ASSERT_TRUE(w.transport->irecv(prev, 0, header_for(prev, 0, bytes), buf.data(), bytes, &handles[0]).is_ok());
-  ASSERT_TRUE(w.transport->isend(next, 0, header_for(w.rank, 0, bytes), out.data(), bytes, &handles[1]).is_ok());
+  for (size_t i = 0; i < bytes; ++i)
+    out[i] = static_cast<unsigned char>((i * 7 + static_cast<size_t>(w.rank)) & 0xff);
+  ASSERT_TRUE(
+      w.transport->irecv(prev, 0, header_for(prev, 0, bytes), buf.data(), bytes, &handles[0])
+          .is_ok());
+  ASSERT_TRUE(
+      w.transport->isend(next, 0, header_for(w.rank, 0, bytes), out.data(), bytes, &handles[1])
+          .is_ok());
   Transport::Handle empty_recv = 0, empty_send = 0;
   ASSERT_TRUE(w.transport->irecv(prev, 0, header_for(prev, 1, 0), nullptr, 0, &empty_recv).is_ok());
-  ASSERT_TRUE(w.transport->isend(next, 0, header_for(w.rank, 1, 0), nullptr, 0, &empty_send).is_ok());
+  ASSERT_TRUE(
+      w.transport->isend(next, 0, header_for(w.rank, 1, 0), nullptr, 0, &empty_send).is_ok());
   handles.push_back(empty_recv);
   handles.push_back(empty_send);
   Status st = wait_all(*w.transport, handles);
@@ -120,7 +133,8 @@ TEST(MpiTransport, ChunksLargePayloads) {
   const uint64_t per_message = 1 + (bytes + 4095) / 4096;
   EXPECT_EQ(mt->messages_posted(), 2 * per_message + 2);
   size_t wrong = 0;
-  for (size_t i = 0; i < bytes; ++i) wrong += buf[i] != static_cast<unsigned char>((i * 7 + static_cast<size_t>(prev)) & 0xff);
+  for (size_t i = 0; i < bytes; ++i)
+    wrong += buf[i] != static_cast<unsigned char>((i * 7 + static_cast<size_t>(prev)) & 0xff);
   EXPECT_EQ(wrong, 0u);
   EXPECT_TRUE(w.transport->close(Deadline::after_ms(5000)).is_ok());
 }
@@ -170,11 +184,13 @@ TEST(MpiTransport, AbortReachesPeers) {
     EXPECT_EQ(w.transport->progress(Milliseconds(0), &activity).code(), TIDEGATE_ERR_TIMEOUT);
   } else {
     Transport::Handle h = 0;
-    ASSERT_TRUE(w.transport->irecv(aborter, 0, header_for(aborter, 0, 32), buf.data(), 32, &h).is_ok());
+    ASSERT_TRUE(
+        w.transport->irecv(aborter, 0, header_for(aborter, 0, 32), buf.data(), 32, &h).is_ok());
     Status st = wait_all(*w.transport, {h});
     EXPECT_EQ(st.code(), TIDEGATE_ERR_TIMEOUT) << st.to_string();
     EXPECT_NE(st.message().find("rank " + std::to_string(aborter) + " aborted: boom from the test"),
-              std::string::npos) << st.message();
+              std::string::npos)
+        << st.message();
   }
   MPI_Barrier(MPI_COMM_WORLD);
 }

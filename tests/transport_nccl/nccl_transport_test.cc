@@ -12,11 +12,11 @@
 #include <string>
 #include <vector>
 
+#include "api/transport_registry.h"
 #include "base/auth.h"
-#include "bootstrap/memory_store.h"
 #include "base/config.h"
 #include "base/transport.h"
-#include "api/transport_registry.h"
+#include "bootstrap/memory_store.h"
 #include "cuda/device_runtime.h"
 
 namespace tidegate {
@@ -27,10 +27,14 @@ constexpr uint64_t kCommId = 0x4e43434c;
 // Device memory for one test, freed at scope exit.
 struct DeviceBuffer {
   explicit DeviceBuffer(size_t n) : bytes(n) { EXPECT_EQ(cuda::device_alloc(&ptr, n), nullptr); }
-  ~DeviceBuffer() { if (ptr != nullptr) cuda::device_free(ptr); }
+  ~DeviceBuffer() {
+    if (ptr != nullptr) cuda::device_free(ptr);
+  }
   DeviceBuffer(const DeviceBuffer&) = delete;
   DeviceBuffer& operator=(const DeviceBuffer&) = delete;
-  void put(const std::vector<float>& v) { EXPECT_EQ(cuda::copy_to_device(ptr, v.data(), v.size() * 4), nullptr); }
+  void put(const std::vector<float>& v) {
+    EXPECT_EQ(cuda::copy_to_device(ptr, v.data(), v.size() * 4), nullptr);
+  }
   std::vector<float> get(size_t n) const {
     std::vector<float> v(n);
     EXPECT_EQ(cuda::copy_to_host(v.data(), ptr, n * 4), nullptr);
@@ -101,7 +105,8 @@ class NcclTransportTest : public ::testing::Test {
   }
 
   Status native(NativeCollective kind, const void* in, void* out, int64_t count,
-                tidegate_reduce_op_t op = TIDEGATE_SUM, tidegate_memory_t memory = TIDEGATE_MEMORY_CUDA) {
+                tidegate_reduce_op_t op = TIDEGATE_SUM,
+                tidegate_memory_t memory = TIDEGATE_MEMORY_CUDA) {
     NativeCollectiveArgs args;
     args.kind = kind;
     args.input = in;
@@ -126,10 +131,10 @@ TEST_F(NcclTransportTest, CapabilitiesAreDeviceOnlyWithNativeCollectives) {
   EXPECT_TRUE(caps.cuda_memory);
   EXPECT_FALSE(caps.host_memory);
   EXPECT_TRUE(caps.native_allreduce && caps.native_allgather && caps.native_reduce_scatter);
-  EXPECT_TRUE(transport_->supports_native(NativeCollective::kAllreduce, TIDEGATE_BFLOAT16, TIDEGATE_AVG,
-                                          TIDEGATE_MEMORY_CUDA));
-  EXPECT_FALSE(transport_->supports_native(NativeCollective::kAllreduce, TIDEGATE_FLOAT32, TIDEGATE_SUM,
-                                           TIDEGATE_MEMORY_HOST));
+  EXPECT_TRUE(transport_->supports_native(NativeCollective::kAllreduce, TIDEGATE_BFLOAT16,
+                                          TIDEGATE_AVG, TIDEGATE_MEMORY_CUDA));
+  EXPECT_FALSE(transport_->supports_native(NativeCollective::kAllreduce, TIDEGATE_FLOAT32,
+                                           TIDEGATE_SUM, TIDEGATE_MEMORY_HOST));
 }
 
 // NCCL delivers to the same rank when the send and the receive share a group: both are posted
@@ -140,8 +145,12 @@ TEST_F(NcclTransportTest, SendToSelfDeliversPayload) {
     const std::vector<float> values = ramp(n, 3.0f);
     src.put(values);
     Transport::Handle send = 0, recv = 0;
-    ASSERT_TRUE(transport_->isend(0, 1, message_header(n, static_cast<int64_t>(n)), src.ptr, n * 4, &send).is_ok());
-    ASSERT_TRUE(transport_->irecv(0, 1, message_header(n, static_cast<int64_t>(n)), dst.ptr, n * 4, &recv).is_ok());
+    ASSERT_TRUE(
+        transport_->isend(0, 1, message_header(n, static_cast<int64_t>(n)), src.ptr, n * 4, &send)
+            .is_ok());
+    ASSERT_TRUE(
+        transport_->irecv(0, 1, message_header(n, static_cast<int64_t>(n)), dst.ptr, n * 4, &recv)
+            .is_ok());
     const Status rs = wait(recv);
     ASSERT_TRUE(rs.is_ok()) << rs.to_string();
     ASSERT_TRUE(wait(send).is_ok());
@@ -157,7 +166,8 @@ TEST_F(NcclTransportTest, HeaderMismatchOnSelfSendFailsTheReceive) {
   ASSERT_TRUE(transport_->isend(0, 0, message_header(5, 100), src.ptr, 400, &send).is_ok());
   ASSERT_TRUE(transport_->irecv(0, 0, expected, dst.ptr, 400, &recv).is_ok());
   const Status st = wait(recv);
-  EXPECT_TRUE(st.code() == TIDEGATE_ERR_MISMATCH || st.code() == TIDEGATE_ERR_PROTOCOL) << st.to_string();
+  EXPECT_TRUE(st.code() == TIDEGATE_ERR_MISMATCH || st.code() == TIDEGATE_ERR_PROTOCOL)
+      << st.to_string();
   EXPECT_NE(st.message().find("op"), std::string::npos) << st.to_string();
   bool done = false;
   EXPECT_FALSE(transport_->test(send, &done).is_ok());  // the transport failed as a whole
@@ -211,7 +221,8 @@ TEST_F(NcclTransportTest, HostPointersAreRejected) {
   EXPECT_NE(st.message().find("CUDA"), std::string::npos) << st.to_string();
   st = transport_->irecv(0, 0, message_header(1, 16), host.data(), 64, &h);
   EXPECT_EQ(st.code(), TIDEGATE_ERR_INVALID_ARGUMENT) << st.to_string();
-  st = native(NativeCollective::kAllreduce, host.data(), host.data(), 16, TIDEGATE_SUM, TIDEGATE_MEMORY_HOST);
+  st = native(NativeCollective::kAllreduce, host.data(), host.data(), 16, TIDEGATE_SUM,
+              TIDEGATE_MEMORY_HOST);
   EXPECT_EQ(st.code(), TIDEGATE_ERR_UNSUPPORTED) << st.to_string();
   st = native(NativeCollective::kAllreduce, host.data(), host.data(), 16);  // claims CUDA, is host
   EXPECT_EQ(st.code(), TIDEGATE_ERR_INVALID_ARGUMENT) << st.to_string();

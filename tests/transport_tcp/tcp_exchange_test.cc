@@ -15,7 +15,8 @@ using Handle = Transport::Handle;
 std::string describe(const std::vector<Status>& statuses) {
   std::string text;
   for (size_t i = 0; i < statuses.size(); ++i) {
-    if (!statuses[i].is_ok()) text += "[" + std::to_string(i) + "] " + statuses[i].to_string() + "\n";
+    if (!statuses[i].is_ok())
+      text += "[" + std::to_string(i) + "] " + statuses[i].to_string() + "\n";
   }
   return text;
 }
@@ -43,16 +44,20 @@ TEST_P(AllPairsTest, EveryRankExchangesVerifiedDataWithEveryOther) {
         receives.emplace_back(peer, seq);
         Handle send = 0, recv = 0;
         ASSERT_TRUE(t.isend(peer, 0, test_header(rank, seq, sizes[seq]), outgoing.back().data(),
-                            sizes[seq], &send).is_ok());
+                            sizes[seq], &send)
+                        .is_ok());
         ASSERT_TRUE(t.irecv(peer, 0, test_header(peer, seq, sizes[seq]), incoming.back().data(),
-                            sizes[seq], &recv).is_ok());
+                            sizes[seq], &recv)
+                        .is_ok());
         handles.push_back(send);
         handles.push_back(recv);
       }
     }
     std::vector<Status> results = wait_all(t, handles, Deadline::after_ms(kTestTimeoutMs));
-    EXPECT_TRUE(std::all_of(results.begin(), results.end(), [](const Status& s) { return s.is_ok(); }))
-        << "rank " << rank << ":\n" << describe(results);
+    EXPECT_TRUE(
+        std::all_of(results.begin(), results.end(), [](const Status& s) { return s.is_ok(); }))
+        << "rank " << rank << ":\n"
+        << describe(results);
     for (size_t i = 0; i < incoming.size(); ++i) {
       const auto [peer, seq] = receives[i];
       EXPECT_TRUE(incoming[i] == pattern(peer, rank, seq, sizes[seq]))
@@ -108,7 +113,8 @@ TEST_P(LargeMessageTest, ArrivesIntactAndIsStripedOverEveryStream) {
       ASSERT_TRUE(t.isend(1, 0, test_header(0, 0, big), forward_data.data(), big, &send).is_ok());
       ASSERT_TRUE(t.irecv(1, 0, test_header(1, 0, back), backward_got.data(), back, &recv).is_ok());
     } else {
-      ASSERT_TRUE(t.isend(0, 0, test_header(1, 0, back), backward_data.data(), back, &send).is_ok());
+      ASSERT_TRUE(
+          t.isend(0, 0, test_header(1, 0, back), backward_data.data(), back, &send).is_ok());
       ASSERT_TRUE(t.irecv(0, 0, test_header(0, 0, big), forward_got.data(), big, &recv).is_ok());
     }
     EXPECT_EQ(describe(wait_all(t, {send, recv}, Deadline::after_ms(kTestTimeoutMs))), "");
@@ -126,9 +132,9 @@ INSTANTIATE_TEST_SUITE_P(Streams, LargeMessageTest, ::testing::Values(1, 4));
 
 // Sizes cycle through tiny, eager and rendezvous messages on one channel.
 size_t fifo_size(uint64_t seq) {
-  if (seq % 97 == 13) return (size_t{1} << 20) + seq;           // rendezvous, striped
-  if (seq % 31 == 7) return tcp::kEagerMaxBytes + 1 + seq;       // rendezvous
-  return static_cast<size_t>((seq * 37) % 3001);                 // eager, including 0
+  if (seq % 97 == 13) return (size_t{1} << 20) + seq;       // rendezvous, striped
+  if (seq % 31 == 7) return tcp::kEagerMaxBytes + 1 + seq;  // rendezvous
+  return static_cast<size_t>((seq * 37) % 3001);            // eager, including 0
 }
 
 TEST(TcpExchangeTest, ManyMessagesOnOneChannelMatchInSendOrder) {
@@ -143,10 +149,13 @@ TEST(TcpExchangeTest, ManyMessagesOnOneChannelMatchInSendOrder) {
       const size_t bytes = fifo_size(seq);
       if (rank == 0) {
         sent[seq] = pattern(0, 1, seq, bytes);
-        ASSERT_TRUE(t.isend(1, 9, test_header(0, seq, bytes), sent[seq].data(), bytes, &handles[seq]).is_ok());
+        ASSERT_TRUE(
+            t.isend(1, 9, test_header(0, seq, bytes), sent[seq].data(), bytes, &handles[seq])
+                .is_ok());
       } else {
         got[seq].resize(bytes);
-        ASSERT_TRUE(t.irecv(0, 9, test_header(0, seq, bytes), got[seq].data(), bytes, &handles[seq]).is_ok());
+        ASSERT_TRUE(t.irecv(0, 9, test_header(0, seq, bytes), got[seq].data(), bytes, &handles[seq])
+                        .is_ok());
       }
     }
     EXPECT_EQ(describe(wait_all(t, handles, Deadline::after_ms(kTestTimeoutMs))), "");
@@ -163,7 +172,9 @@ TEST(TcpExchangeTest, InterleavedChannelsAreMatchedIndependently) {
   ASSERT_TRUE(world.all_ok()) << describe(world.statuses());
   constexpr int kChannels = 4;
   constexpr uint64_t kPerChannel = 100;
-  auto bytes_of = [](int channel, uint64_t seq) { return static_cast<size_t>(channel * 1000 + seq * 11); };
+  auto bytes_of = [](int channel, uint64_t seq) {
+    return static_cast<size_t>(channel * 1000 + seq * 11);
+  };
   std::vector<std::vector<unsigned char>> outgoing;
   outgoing.reserve(kChannels * kPerChannel);
   std::vector<Handle> sends;
@@ -171,14 +182,18 @@ TEST(TcpExchangeTest, InterleavedChannelsAreMatchedIndependently) {
     for (int channel = 0; channel < kChannels; ++channel) {
       outgoing.push_back(pattern(0, 1, seq * kChannels + channel, bytes_of(channel, seq)));
       Handle h = 0;
-      ASSERT_TRUE(world.transport(0).isend(1, static_cast<uint32_t>(channel), test_header(0, seq, outgoing.back().size()),
-                                           outgoing.back().data(), outgoing.back().size(), &h).is_ok());
+      ASSERT_TRUE(world.transport(0)
+                      .isend(1, static_cast<uint32_t>(channel),
+                             test_header(0, seq, outgoing.back().size()), outgoing.back().data(),
+                             outgoing.back().size(), &h)
+                      .is_ok());
       sends.push_back(h);
     }
   }
   run_ranks(2, [&](int rank) {
     if (rank == 0) {
-      EXPECT_EQ(describe(wait_all(world.transport(0), sends, Deadline::after_ms(kTestTimeoutMs))), "");
+      EXPECT_EQ(describe(wait_all(world.transport(0), sends, Deadline::after_ms(kTestTimeoutMs))),
+                "");
       return;
     }
     for (int channel = kChannels - 1; channel >= 0; --channel) {
@@ -186,10 +201,14 @@ TEST(TcpExchangeTest, InterleavedChannelsAreMatchedIndependently) {
       std::vector<Handle> recvs(kPerChannel);
       for (uint64_t seq = 0; seq < kPerChannel; ++seq) {
         incoming[seq].resize(bytes_of(channel, seq));
-        ASSERT_TRUE(world.transport(1).irecv(0, static_cast<uint32_t>(channel), test_header(0, seq, incoming[seq].size()),
-                                             incoming[seq].data(), incoming[seq].size(), &recvs[seq]).is_ok());
+        ASSERT_TRUE(world.transport(1)
+                        .irecv(0, static_cast<uint32_t>(channel),
+                               test_header(0, seq, incoming[seq].size()), incoming[seq].data(),
+                               incoming[seq].size(), &recvs[seq])
+                        .is_ok());
       }
-      EXPECT_EQ(describe(wait_all(world.transport(1), recvs, Deadline::after_ms(kTestTimeoutMs))), "");
+      EXPECT_EQ(describe(wait_all(world.transport(1), recvs, Deadline::after_ms(kTestTimeoutMs))),
+                "");
       for (uint64_t seq = 0; seq < kPerChannel; ++seq) {
         EXPECT_TRUE(incoming[seq] == pattern(0, 1, seq * kChannels + channel, incoming[seq].size()))
             << "channel " << channel << " message " << seq;

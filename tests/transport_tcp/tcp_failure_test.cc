@@ -34,7 +34,9 @@ TEST(TcpFailureTest, AbortReachesEveryPeerWithTheCodeAndTheAbortingRank) {
     std::vector<unsigned char> small_buffer(64), large_buffer(large);
     std::vector<Handle> handles(2);
     ASSERT_TRUE(t.irecv(0, 0, test_header(0, 0, 64), small_buffer.data(), 64, &handles[0]).is_ok());
-    ASSERT_TRUE(t.irecv(other, 1, test_header(other, 0, large), large_buffer.data(), large, &handles[1]).is_ok());
+    ASSERT_TRUE(
+        t.irecv(other, 1, test_header(other, 0, large), large_buffer.data(), large, &handles[1])
+            .is_ok());
     receives_posted.count_down();
     std::vector<Status> results = wait_all(t, handles, Deadline::after_ms(kTestTimeoutMs));
     for (const Status& result : results) {
@@ -63,7 +65,8 @@ TEST(TcpFailureTest, AbortFromAnotherThreadEndsABlockingProgress) {
   EXPECT_EQ(blocked.get().code(), TIDEGATE_ERR_ABORTED);
   EXPECT_LT(Clock::now() - start, std::chrono::seconds(10));
   t.abort(aborted_error("again"));  // idempotent
-  Status peer = progress_until(world.transport(1), [] { return false; }, Deadline::after_ms(kTestTimeoutMs));
+  Status peer = progress_until(
+      world.transport(1), [] { return false; }, Deadline::after_ms(kTestTimeoutMs));
   EXPECT_EQ(peer.code(), TIDEGATE_ERR_ABORTED);
   EXPECT_NE(peer.message().find("rank 0 aborted: stop now"), std::string::npos) << peer.message();
 }
@@ -80,15 +83,20 @@ TEST(TcpFailureTest, PeerDestroyedMidTransferFailsThePendingReceive) {
   const size_t bytes = size_t{256} << 20;
   std::vector<unsigned char> data(bytes, 1), got(bytes);
   Handle send = 0, recv = 0;
-  ASSERT_TRUE(world.transport(1).irecv(0, 0, test_header(0, 0, bytes), got.data(), bytes, &recv).is_ok());
-  ASSERT_TRUE(world.transport(0).isend(1, 0, test_header(0, 0, bytes), data.data(), bytes, &send).is_ok());
+  ASSERT_TRUE(
+      world.transport(1).irecv(0, 0, test_header(0, 0, bytes), got.data(), bytes, &recv).is_ok());
+  ASSERT_TRUE(
+      world.transport(0).isend(1, 0, test_header(0, 0, bytes), data.data(), bytes, &send).is_ok());
   // Rank 1 does not read yet, so rank 0 stalls with part of the message written.
-  ASSERT_TRUE(progress_until(world.transport(0),
-                             [&] { return total_written(world.tcp(0).peer_stats(1)) > (1u << 20); },
-                             Deadline::after_ms(kTestTimeoutMs)).is_ok());
+  ASSERT_TRUE(progress_until(
+                  world.transport(0),
+                  [&] { return total_written(world.tcp(0).peer_stats(1)) > (1u << 20); },
+                  Deadline::after_ms(kTestTimeoutMs))
+                  .is_ok());
   world.owned(0).reset();
   const auto start = Clock::now();
-  std::vector<Status> results = wait_all(world.transport(1), {recv}, Deadline::after_ms(kTestTimeoutMs));
+  std::vector<Status> results =
+      wait_all(world.transport(1), {recv}, Deadline::after_ms(kTestTimeoutMs));
   EXPECT_EQ(results[0].code(), TIDEGATE_ERR_PEER_FAILED) << results[0].to_string();
   EXPECT_NE(results[0].message().find("connection to rank 0 lost"), std::string::npos)
       << results[0].message();
@@ -100,7 +108,8 @@ TEST(TcpFailureTest, PeerLostWhileIdleFailsLaterTransfersAtOnce) {
   TcpWorld world(3);
   ASSERT_TRUE(world.all_ok());
   world.owned(0).reset();
-  Status lost = progress_until(world.transport(1), [] { return false; }, Deadline::after_ms(kTestTimeoutMs));
+  Status lost = progress_until(
+      world.transport(1), [] { return false; }, Deadline::after_ms(kTestTimeoutMs));
   EXPECT_EQ(lost.code(), TIDEGATE_ERR_PEER_FAILED) << lost.to_string();
   EXPECT_NE(lost.message().find("rank 0"), std::string::npos) << lost.message();
   Handle h = 0;
@@ -116,14 +125,17 @@ TEST(TcpFailureTest, GracefulCloseIsNotAFailure) {
   TcpWorld world(3);
   ASSERT_TRUE(world.all_ok());
   EXPECT_TRUE(world.transport(0).close(Deadline::after_ms(kTestTimeoutMs)).is_ok());
-  Status waited = progress_until(world.transport(1), [&] { return world.tcp(1).peer_stats(0).said_goodbye; },
-                                 Deadline::after_ms(kTestTimeoutMs));
+  Status waited = progress_until(
+      world.transport(1), [&] { return world.tcp(1).peer_stats(0).said_goodbye; },
+      Deadline::after_ms(kTestTimeoutMs));
   ASSERT_TRUE(waited.is_ok()) << waited.to_string();
   // Its end of stream follows the goodbye: still no failure, and ranks 1 and 2 still talk.
   std::vector<unsigned char> out = pattern(1, 2, 0, 1000), in(1000);
   Handle send = 0, recv = 0;
-  ASSERT_TRUE(world.transport(1).isend(2, 0, test_header(1, 0, 1000), out.data(), 1000, &send).is_ok());
-  ASSERT_TRUE(world.transport(2).irecv(1, 0, test_header(1, 0, 1000), in.data(), 1000, &recv).is_ok());
+  ASSERT_TRUE(
+      world.transport(1).isend(2, 0, test_header(1, 0, 1000), out.data(), 1000, &send).is_ok());
+  ASSERT_TRUE(
+      world.transport(2).irecv(1, 0, test_header(1, 0, 1000), in.data(), 1000, &recv).is_ok());
   run_ranks(3, [&](int rank) {
     if (rank == 0) return;
     std::vector<Status> r = wait_all(world.transport(rank), {rank == 1 ? send : recv},
@@ -150,17 +162,21 @@ TEST(TcpFailureTest, MessagesSentBeforeTheGoodbyeAreStillReceived) {
   ASSERT_TRUE(world.all_ok());
   const std::vector<unsigned char> last = pattern(0, 1, 0, 5000);
   Handle send = 0;
-  ASSERT_TRUE(world.transport(0).isend(1, 0, test_header(0, 0, 5000), last.data(), 5000, &send).is_ok());
+  ASSERT_TRUE(
+      world.transport(0).isend(1, 0, test_header(0, 0, 5000), last.data(), 5000, &send).is_ok());
   ASSERT_TRUE(wait_all(world.transport(0), {send}, Deadline::after_ms(kTestTimeoutMs))[0].is_ok());
   ASSERT_TRUE(world.transport(0).close(Deadline::after_ms(kTestTimeoutMs)).is_ok());
 
   Transport& t1 = world.transport(1);
-  ASSERT_TRUE(progress_until(t1, [&] { return world.tcp(1).peer_stats(0).said_goodbye; },
-                             Deadline::after_ms(kTestTimeoutMs)).is_ok());
+  ASSERT_TRUE(progress_until(
+                  t1, [&] { return world.tcp(1).peer_stats(0).said_goodbye; },
+                  Deadline::after_ms(kTestTimeoutMs))
+                  .is_ok());
   std::vector<unsigned char> got(5000), never(size_t{1} << 20);
   Handle recv = 0, missing = 0;
   ASSERT_TRUE(t1.irecv(0, 0, test_header(0, 0, 5000), got.data(), got.size(), &recv).is_ok());
-  ASSERT_TRUE(t1.irecv(0, 0, test_header(0, 1, never.size()), never.data(), never.size(), &missing).is_ok());
+  ASSERT_TRUE(t1.irecv(0, 0, test_header(0, 1, never.size()), never.data(), never.size(), &missing)
+                  .is_ok());
   bool done = false;
   EXPECT_TRUE(t1.test(recv, &done).is_ok());
   EXPECT_TRUE(done);
@@ -198,8 +214,10 @@ TEST(TcpFailureTest, CloseWithPendingTransfersIsRefused) {
   ASSERT_TRUE(world.all_ok());
   std::vector<unsigned char> buffer(10);
   Handle recv = 0;
-  ASSERT_TRUE(world.transport(0).irecv(1, 0, test_header(1, 0, 10), buffer.data(), 10, &recv).is_ok());
-  EXPECT_EQ(world.transport(0).close(Deadline::after_ms(1000)).code(), TIDEGATE_ERR_INVALID_ARGUMENT);
+  ASSERT_TRUE(
+      world.transport(0).irecv(1, 0, test_header(1, 0, 10), buffer.data(), 10, &recv).is_ok());
+  EXPECT_EQ(world.transport(0).close(Deadline::after_ms(1000)).code(),
+            TIDEGATE_ERR_INVALID_ARGUMENT);
 }
 
 }  // namespace

@@ -35,17 +35,21 @@ TEST(TcpProtocolTest, UnexpectedSmallMessagesAreBoundedByBackpressure) {
   std::vector<Handle> sends(kMessages), recvs(kMessages);
   for (size_t i = 0; i < kMessages; ++i) {
     outgoing[i] = pattern(0, 1, i, bytes);
-    ASSERT_TRUE(t0.isend(1, 0, test_header(0, i, bytes), outgoing[i].data(), bytes, &sends[i]).is_ok());
+    ASSERT_TRUE(
+        t0.isend(1, 0, test_header(0, i, bytes), outgoing[i].data(), bytes, &sends[i]).is_ok());
   }
-  ASSERT_TRUE(pump_until({&t0, &t1}, [&] { return world.tcp(1).peer_stats(0).parked_streams > 0; },
-                         Deadline::after_ms(kTestTimeoutMs)).is_ok());
+  ASSERT_TRUE(pump_until(
+                  {&t0, &t1}, [&] { return world.tcp(1).peer_stats(0).parked_streams > 0; },
+                  Deadline::after_ms(kTestTimeoutMs))
+                  .is_ok());
   const tcp::TcpPeerStats parked = world.tcp(1).peer_stats(0);
   EXPECT_LE(parked.unexpected_bytes, tcp::kUnexpectedCapBytes);
   EXPECT_GE(parked.unexpected_bytes, tcp::kUnexpectedCapBytes - bytes);
 
   for (size_t i = 0; i < kMessages; ++i) {
     incoming[i].resize(bytes);
-    ASSERT_TRUE(t1.irecv(0, 0, test_header(0, i, bytes), incoming[i].data(), bytes, &recvs[i]).is_ok());
+    ASSERT_TRUE(
+        t1.irecv(0, 0, test_header(0, i, bytes), incoming[i].data(), bytes, &recvs[i]).is_ok());
   }
   run_ranks(2, [&](int rank) {
     EXPECT_TRUE(all_ok(wait_all(rank == 0 ? t0 : t1, rank == 0 ? sends : recvs,
@@ -66,8 +70,10 @@ TEST(TcpProtocolTest, LargeSendWaitsForItsReceiveWithoutSendingData) {
   std::vector<unsigned char> got(bytes);
   Handle send = 0, recv = 0;
   ASSERT_TRUE(t0.isend(1, 5, test_header(0, 0, bytes), data.data(), bytes, &send).is_ok());
-  ASSERT_TRUE(pump_until({&t0, &t1}, [&] { return world.tcp(1).peer_stats(0).announced_messages == 1; },
-                         Deadline::after_ms(kTestTimeoutMs)).is_ok());
+  ASSERT_TRUE(pump_until(
+                  {&t0, &t1}, [&] { return world.tcp(1).peer_stats(0).announced_messages == 1; },
+                  Deadline::after_ms(kTestTimeoutMs))
+                  .is_ok());
   bool done = true;
   ASSERT_TRUE(t0.test(send, &done).is_ok());
   EXPECT_FALSE(done);
@@ -92,8 +98,10 @@ TEST(TcpProtocolTest, ReceivePostedFirstLetsTheSendStreamAtOnce) {
   std::vector<unsigned char> got(bytes);
   Handle send = 0, recv = 0;
   ASSERT_TRUE(t1.irecv(0, 2, test_header(0, 0, bytes), got.data(), bytes, &recv).is_ok());
-  ASSERT_TRUE(pump_until({&t0, &t1}, [&] { return world.tcp(0).peer_stats(1).early_rtrs == 1; },
-                         Deadline::after_ms(kTestTimeoutMs)).is_ok());
+  ASSERT_TRUE(pump_until(
+                  {&t0, &t1}, [&] { return world.tcp(0).peer_stats(1).early_rtrs == 1; },
+                  Deadline::after_ms(kTestTimeoutMs))
+                  .is_ok());
   const uint64_t before = total_written(world.tcp(0).peer_stats(1));
   ASSERT_TRUE(t0.isend(1, 2, test_header(0, 0, bytes), data.data(), bytes, &send).is_ok());
   EXPECT_GT(total_written(world.tcp(0).peer_stats(1)) - before, uint64_t{64} << 10)
@@ -129,17 +137,23 @@ TEST_P(HeaderMismatchTest, FailsTheReceiveAndReachesTheSender) {
   WireHeader expected = test_header(0, 4, c.recv_bytes);
   expected.count = sent.count - 1;  // differs even when the byte sizes agree
   Handle send = 0, recv = 0;
-  auto post_receive = [&] { ASSERT_TRUE(t1.irecv(0, 0, expected, got.data(), got.size(), &recv).is_ok()); };
+  auto post_receive = [&] {
+    ASSERT_TRUE(t1.irecv(0, 0, expected, got.data(), got.size(), &recv).is_ok());
+  };
   if (c.receive_first) post_receive();
   ASSERT_TRUE(t0.isend(1, 0, sent, data.data(), c.send_bytes, &send).is_ok());
   if (!c.receive_first) post_receive();
 
   Status received;
   bool received_done = false;
-  ASSERT_TRUE(pump_until({&t0, &t1}, [&] {
-    if (!received_done) received = t1.test(recv, &received_done);
-    return received_done;
-  }, Deadline::after_ms(kTestTimeoutMs)).code() != TIDEGATE_ERR_TIMEOUT);
+  ASSERT_TRUE(pump_until(
+                  {&t0, &t1},
+                  [&] {
+                    if (!received_done) received = t1.test(recv, &received_done);
+                    return received_done;
+                  },
+                  Deadline::after_ms(kTestTimeoutMs))
+                  .code() != TIDEGATE_ERR_TIMEOUT);
   if (!received_done) received = t1.test(recv, &received_done);
   ASSERT_TRUE(received_done);
   EXPECT_EQ(received.code(), TIDEGATE_ERR_MISMATCH) << received.to_string();
@@ -149,7 +163,8 @@ TEST_P(HeaderMismatchTest, FailsTheReceiveAndReachesTheSender) {
   EXPECT_TRUE(std::all_of(got.begin(), got.end(), [](unsigned char b) { return b == 0xAB; }))
       << "payload bytes were stored although the header did not match";
 
-  Status sender = progress_until(t0, [] { return false; }, Deadline::after_ms(kTestTimeoutMs));
+  Status sender = progress_until(
+      t0, [] { return false; }, Deadline::after_ms(kTestTimeoutMs));
   EXPECT_EQ(sender.code(), TIDEGATE_ERR_MISMATCH) << sender.to_string();
   EXPECT_NE(sender.message().find("rank 1 aborted"), std::string::npos) << sender.message();
 }
@@ -162,7 +177,9 @@ INSTANTIATE_TEST_SUITE_P(
                       MismatchCase{"RendezvousReceiveFirst", 1 << 20, 1 << 20, true},
                       MismatchCase{"LargeSentSmallExpected", 1 << 20, 1000, false},
                       MismatchCase{"SmallSentLargeExpected", 1000, 1 << 20, true}),
-    [](const ::testing::TestParamInfo<MismatchCase>& param_info) { return std::string(param_info.param.name); });
+    [](const ::testing::TestParamInfo<MismatchCase>& param_info) {
+      return std::string(param_info.param.name);
+    });
 
 TEST(TcpProtocolTest, RejectsInvalidArguments) {
   TcpWorld world(2);
@@ -170,10 +187,14 @@ TEST(TcpProtocolTest, RejectsInvalidArguments) {
   Transport& t = world.transport(0);
   std::vector<unsigned char> buffer(16);
   Handle h = 0;
-  EXPECT_EQ(t.isend(0, 0, test_header(0, 0, 16), buffer.data(), 16, &h).code(), TIDEGATE_ERR_INVALID_ARGUMENT);
-  EXPECT_EQ(t.isend(2, 0, test_header(0, 0, 16), buffer.data(), 16, &h).code(), TIDEGATE_ERR_INVALID_ARGUMENT);
-  EXPECT_EQ(t.isend(1, 0, test_header(0, 0, 16), nullptr, 16, &h).code(), TIDEGATE_ERR_INVALID_ARGUMENT);
-  EXPECT_EQ(t.irecv(1, 0, test_header(1, 0, 32), buffer.data(), 16, &h).code(), TIDEGATE_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(t.isend(0, 0, test_header(0, 0, 16), buffer.data(), 16, &h).code(),
+            TIDEGATE_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(t.isend(2, 0, test_header(0, 0, 16), buffer.data(), 16, &h).code(),
+            TIDEGATE_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(t.isend(1, 0, test_header(0, 0, 16), nullptr, 16, &h).code(),
+            TIDEGATE_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(t.irecv(1, 0, test_header(1, 0, 32), buffer.data(), 16, &h).code(),
+            TIDEGATE_ERR_INVALID_ARGUMENT);
   bool done = false;
   EXPECT_EQ(t.test(12345, &done).code(), TIDEGATE_ERR_INVALID_ARGUMENT);
   EXPECT_STREQ(t.name(), "tcp");

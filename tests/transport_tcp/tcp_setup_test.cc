@@ -19,7 +19,9 @@ using Handle = Transport::Handle;
 TEST(TcpSetupTest, WrongSecretIsRefusedWithAnAuthError) {
   WorldOptions options;
   options.secret_of = [](int rank) { return rank == 1 ? "not-the-job-secret" : "tcp-test-secret"; };
-  options.setup_timeout_ms_of = [](int rank) -> int64_t { return rank == 0 ? 2000 : kTestTimeoutMs; };
+  options.setup_timeout_ms_of = [](int rank) -> int64_t {
+    return rank == 0 ? 2000 : kTestTimeoutMs;
+  };
   TcpWorld world(2, options);
   EXPECT_EQ(world.statuses()[1].code(), TIDEGATE_ERR_AUTH) << world.statuses()[1].to_string();
   // Rank 0 refused the connection, kept listening, and says why it gave up.
@@ -31,7 +33,9 @@ TEST(TcpSetupTest, WrongSecretIsRefusedWithAnAuthError) {
 TEST(TcpSetupTest, ConnectionFromAnotherCommunicatorIsRefused) {
   WorldOptions options;
   options.comm_id_of = [](int rank) -> uint64_t { return rank == 1 ? kCommId + 1 : kCommId; };
-  options.setup_timeout_ms_of = [](int rank) -> int64_t { return rank == 0 ? 2000 : kTestTimeoutMs; };
+  options.setup_timeout_ms_of = [](int rank) -> int64_t {
+    return rank == 0 ? 2000 : kTestTimeoutMs;
+  };
   TcpWorld world(2, options);
   EXPECT_EQ(world.statuses()[1].code(), TIDEGATE_ERR_PROTOCOL) << world.statuses()[1].to_string();
   EXPECT_NE(world.statuses()[1].message().find("another communicator"), std::string::npos);
@@ -41,7 +45,9 @@ TEST(TcpSetupTest, ConnectionFromAnotherCommunicatorIsRefused) {
 TEST(TcpSetupTest, DifferentStreamCountsAreAConfigError) {
   WorldOptions options;
   options.streams_of = [](int rank) { return rank == 1 ? 3 : 2; };
-  options.setup_timeout_ms_of = [](int rank) -> int64_t { return rank == 0 ? 2000 : kTestTimeoutMs; };
+  options.setup_timeout_ms_of = [](int rank) -> int64_t {
+    return rank == 0 ? 2000 : kTestTimeoutMs;
+  };
   TcpWorld world(2, options);
   EXPECT_EQ(world.statuses()[1].code(), TIDEGATE_ERR_CONFIG) << world.statuses()[1].to_string();
   EXPECT_NE(world.statuses()[1].message().find("TIDEGATE_TCP_STREAMS"), std::string::npos);
@@ -51,7 +57,8 @@ TEST(TcpSetupTest, DifferentStreamCountsAreAConfigError) {
 // stream or a reset, not a timeout.
 bool closed_by_server(int fd) {
   char buffer[256];
-  Status st = read_full(fd, buffer, sizeof buffer, Deadline::after_ms(kTestTimeoutMs), "server reply");
+  Status st =
+      read_full(fd, buffer, sizeof buffer, Deadline::after_ms(kTestTimeoutMs), "server reply");
   return st.code() == TIDEGATE_ERR_PEER_FAILED || st.code() == TIDEGATE_ERR_SYSTEM;
 }
 
@@ -61,7 +68,9 @@ TEST(TcpSetupTest, GarbageOnTheListenerDoesNotDisturbSetUp) {
   RankInputs inputs[2];
   std::unique_ptr<Transport> transports[2];
   Status statuses[2];
-  std::thread rank0([&] { statuses[0] = TcpWorld::create_rank(0, 2, options, &store, &inputs[0], &transports[0]); });
+  std::thread rank0([&] {
+    statuses[0] = TcpWorld::create_rank(0, 2, options, &store, &inputs[0], &transports[0]);
+  });
 
   std::string address, host;
   int port = 0;
@@ -71,7 +80,9 @@ TEST(TcpSetupTest, GarbageOnTheListenerDoesNotDisturbSetUp) {
     UniqueFd fd;
     ASSERT_TRUE(connect_tcp(host, port, Deadline::after_ms(kTestTimeoutMs), &fd).is_ok());
     const std::string junk = "GET / HTTP/1.0\r\nHost: x\r\n\r\n" + std::string(200, '\xff');
-    ASSERT_TRUE(write_full(fd.get(), junk.data(), junk.size(), Deadline::after_ms(kTestTimeoutMs), "junk").is_ok());
+    ASSERT_TRUE(
+        write_full(fd.get(), junk.data(), junk.size(), Deadline::after_ms(kTestTimeoutMs), "junk")
+            .is_ok());
     EXPECT_TRUE(closed_by_server(fd.get()));
   }
   {  // a client that connects and leaves
@@ -82,9 +93,13 @@ TEST(TcpSetupTest, GarbageOnTheListenerDoesNotDisturbSetUp) {
     UniqueFd fd;
     ASSERT_TRUE(connect_tcp(host, port, Deadline::after_ms(kTestTimeoutMs), &fd).is_ok());
     const Secret secret = Secret::from_text("tcp-test-secret");
-    ASSERT_TRUE(authenticate_client_side(fd.get(), secret, "tcp", Deadline::after_ms(kTestTimeoutMs)).is_ok());
+    ASSERT_TRUE(
+        authenticate_client_side(fd.get(), secret, "tcp", Deadline::after_ms(kTestTimeoutMs))
+            .is_ok());
     const std::string hello(32, 'z');
-    ASSERT_TRUE(write_full(fd.get(), hello.data(), hello.size(), Deadline::after_ms(kTestTimeoutMs), "hello").is_ok());
+    ASSERT_TRUE(write_full(fd.get(), hello.data(), hello.size(), Deadline::after_ms(kTestTimeoutMs),
+                           "hello")
+                    .is_ok());
     EXPECT_TRUE(closed_by_server(fd.get()));
   }
   statuses[1] = TcpWorld::create_rank(1, 2, options, &store, &inputs[1], &transports[1]);
@@ -97,7 +112,8 @@ TEST(TcpSetupTest, GarbageOnTheListenerDoesNotDisturbSetUp) {
   ASSERT_TRUE(transports[1]->isend(0, 0, test_header(1, 0, 777), out.data(), 777, &send).is_ok());
   ASSERT_TRUE(transports[0]->irecv(1, 0, test_header(1, 0, 777), in.data(), 777, &recv).is_ok());
   run_ranks(2, [&](int rank) {
-    std::vector<Status> r = wait_all(*transports[rank], {rank == 0 ? recv : send}, Deadline::after_ms(kTestTimeoutMs));
+    std::vector<Status> r =
+        wait_all(*transports[rank], {rank == 0 ? recv : send}, Deadline::after_ms(kTestTimeoutMs));
     EXPECT_TRUE(r[0].is_ok()) << r[0].to_string();
   });
   EXPECT_EQ(in, out);
@@ -133,7 +149,8 @@ TEST(TcpSetupTest, BindAddressFollowsTheConfiguration) {
   ASSERT_TRUE(bind_host_for("TIDEGATE_TCP_IFACE", "lo", "10.1.2.3", &host).is_ok());
   EXPECT_EQ(host, "127.0.0.1");
   EXPECT_EQ(bind_host_for("TIDEGATE_TCP_ADDR", "0.0.0.0", "", &host).code(), TIDEGATE_ERR_CONFIG);
-  EXPECT_EQ(bind_host_for("TIDEGATE_TCP_IFACE", "no-such-if0", "", &host).code(), TIDEGATE_ERR_CONFIG);
+  EXPECT_EQ(bind_host_for("TIDEGATE_TCP_IFACE", "no-such-if0", "", &host).code(),
+            TIDEGATE_ERR_CONFIG);
 }
 
 // Not a test: prints the loopback throughput of one 64 MiB message for 1, 2 and 4 streams.
@@ -151,8 +168,9 @@ TEST(TcpSetupTest, DISABLED_Throughput64MiB) {
       run_ranks(2, [&](int rank) {
         Handle h = 0;
         Transport& t = world.transport(rank);
-        Status posted = rank == 0 ? t.isend(1, 0, test_header(0, round, bytes), data.data(), bytes, &h)
-                                  : t.irecv(0, 0, test_header(0, round, bytes), got.data(), bytes, &h);
+        Status posted = rank == 0
+                            ? t.isend(1, 0, test_header(0, round, bytes), data.data(), bytes, &h)
+                            : t.irecv(0, 0, test_header(0, round, bytes), got.data(), bytes, &h);
         ASSERT_TRUE(posted.is_ok());
         EXPECT_TRUE(wait_all(t, {h}, Deadline::after_ms(kTestTimeoutMs))[0].is_ok());
       });

@@ -11,7 +11,8 @@ Status TcpWorld::create_rank(int rank, int size, const WorldOptions& options, St
   const int streams = options.streams_of ? options.streams_of(rank) : options.streams;
   TG_RETURN_IF_ERROR(inputs->config.set("TIDEGATE_TCP_STREAMS", std::to_string(streams)));
   TG_RETURN_IF_ERROR(inputs->config.set("TIDEGATE_TIMEOUT_MS", std::to_string(options.timeout_ms)));
-  inputs->secret = Secret::from_text(options.secret_of ? options.secret_of(rank) : "tcp-test-secret");
+  inputs->secret =
+      Secret::from_text(options.secret_of ? options.secret_of(rank) : "tcp-test-secret");
   TransportContext& ctx = inputs->context;
   ctx.rank = rank;
   ctx.size = size;
@@ -49,7 +50,8 @@ void run_ranks(int size, const std::function<void(int rank)>& body) {
 
 std::vector<Status> wait_all(Transport& transport, const std::vector<Transport::Handle>& handles,
                              Deadline deadline) {
-  std::vector<Status> results(handles.size(), timeout_error("transfer still pending at the deadline"));
+  std::vector<Status> results(handles.size(),
+                              timeout_error("transfer still pending at the deadline"));
   std::vector<bool> finished(handles.size(), false);
   size_t left = handles.size();
   while (left > 0 && !deadline.passed()) {

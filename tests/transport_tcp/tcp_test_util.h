@@ -8,9 +8,9 @@
 #include <vector>
 
 #include "base/auth.h"
-#include "bootstrap/memory_store.h"
 #include "base/config.h"
 #include "base/transport.h"
+#include "bootstrap/memory_store.h"
 #include "transports/tcp/tcp_transport.h"
 
 namespace tidegate::tcp_testing {

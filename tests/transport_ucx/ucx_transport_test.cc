@@ -13,9 +13,9 @@
 #include <vector>
 
 #include "base/auth.h"
-#include "bootstrap/memory_store.h"
 #include "base/config.h"
 #include "base/transport.h"
+#include "bootstrap/memory_store.h"
 #include "transports/ucx/ucx_transport.h"
 
 namespace tidegate {
@@ -39,7 +39,8 @@ struct RankInputs {
 class UcxWorld {
  public:
   explicit UcxWorld(int size)
-      : inputs_(static_cast<size_t>(size)), transports_(static_cast<size_t>(size)),
+      : inputs_(static_cast<size_t>(size)),
+        transports_(static_cast<size_t>(size)),
         statuses_(static_cast<size_t>(size)) {
     run_ranks(size, [&](int rank) {
       RankInputs& in = inputs_[static_cast<size_t>(rank)];
@@ -84,14 +85,15 @@ class UcxWorld {
   std::vector<Status> statuses_;
 };
 
-#define UCX_WORLD(name, size)                                              \
-  UcxWorld name(size);                                                     \
+#define UCX_WORLD(name, size)                                                      \
+  UcxWorld name(size);                                                             \
   if (name.unsupported()) GTEST_SKIP() << "UCX unusable here: " << name.failure(); \
   ASSERT_EQ(name.failure(), "")
 
 std::vector<Status> wait_all(Transport& transport, const std::vector<Transport::Handle>& handles) {
   const Deadline deadline = Deadline::after_ms(kTestTimeoutMs);
-  std::vector<Status> results(handles.size(), timeout_error("transfer still pending at the deadline"));
+  std::vector<Status> results(handles.size(),
+                              timeout_error("transfer still pending at the deadline"));
   std::vector<bool> finished(handles.size(), false);
   size_t left = handles.size();
   while (left > 0 && !deadline.passed()) {
@@ -137,7 +139,8 @@ std::vector<unsigned char> pattern(int sender, int receiver, uint64_t seq, size_
 
 // Every rank sends `count` messages to every other rank on `channel_of(seq)` and receives the
 // same from each, posting receives in the order `recv_order` gives; all data is verified.
-void exchange(UcxWorld& world, int size, int count, const std::function<size_t(int, int, int)>& bytes_of,
+void exchange(UcxWorld& world, int size, int count,
+              const std::function<size_t(int, int, int)>& bytes_of,
               const std::function<uint32_t(int)>& channel_of,
               const std::function<std::vector<int>(int)>& recv_order) {
   run_ranks(size, [&](int rank) {
@@ -154,7 +157,8 @@ void exchange(UcxWorld& world, int size, int count, const std::function<size_t(i
         want.push_back(pattern(peer, rank, static_cast<uint64_t>(seq), n));
         Transport::Handle h = 0;
         ASSERT_TRUE(t.irecv(peer, channel_of(seq), header_for(peer, static_cast<uint64_t>(seq), n),
-                            n ? in.back().data() : nullptr, n, &h).is_ok());
+                            n ? in.back().data() : nullptr, n, &h)
+                        .is_ok());
         handles.push_back(h);
       }
       for (int seq = 0; seq < count; ++seq) {
@@ -162,12 +166,15 @@ void exchange(UcxWorld& world, int size, int count, const std::function<size_t(i
         out.push_back(pattern(rank, peer, static_cast<uint64_t>(seq), n));
         Transport::Handle h = 0;
         ASSERT_TRUE(t.isend(peer, channel_of(seq), header_for(rank, static_cast<uint64_t>(seq), n),
-                            n ? out.back().data() : nullptr, n, &h).is_ok());
+                            n ? out.back().data() : nullptr, n, &h)
+                        .is_ok());
         handles.push_back(h);
       }
     }
-    for (const Status& st : wait_all(t, handles)) EXPECT_TRUE(st.is_ok()) << "rank " << rank << ": " << st.to_string();
-    for (size_t i = 0; i < in.size(); ++i) EXPECT_TRUE(in[i] == want[i]) << "rank " << rank << " message " << i;
+    for (const Status& st : wait_all(t, handles))
+      EXPECT_TRUE(st.is_ok()) << "rank " << rank << ": " << st.to_string();
+    for (size_t i = 0; i < in.size(); ++i)
+      EXPECT_TRUE(in[i] == want[i]) << "rank " << rank << " message " << i;
   });
 }
 
@@ -180,43 +187,50 @@ std::vector<int> in_order(int count) {
 TEST(UcxTransport, AllPairsTwoToFourRanks) {
   for (int size = 2; size <= 4; ++size) {
     UCX_WORLD(world, size);
-    exchange(world, size, 3, [](int s, int r, int seq) { return size_t(1000 * (s + 1) + 10 * r + seq); },
-             [](int) { return 0u; }, in_order);
+    exchange(
+        world, size, 3, [](int s, int r, int seq) { return size_t(1000 * (s + 1) + 10 * r + seq); },
+        [](int) { return 0u; }, in_order);
     world.close_all();
   }
 }
 
 TEST(UcxTransport, ZeroByteMessages) {
   UCX_WORLD(world, 3);
-  exchange(world, 3, 4, [](int, int, int) { return size_t{0}; }, [](int) { return 1u; }, in_order);
+  exchange(
+      world, 3, 4, [](int, int, int) { return size_t{0}; }, [](int) { return 1u; }, in_order);
   world.close_all();
 }
 
 TEST(UcxTransport, SixteenMiBMessage) {
   UCX_WORLD(world, 2);
-  exchange(world, 2, 1, [](int, int, int) { return size_t{16} << 20; }, [](int) { return 0u; }, in_order);
+  exchange(
+      world, 2, 1, [](int, int, int) { return size_t{16} << 20; }, [](int) { return 0u; },
+      in_order);
   world.close_all();
 }
 
 TEST(UcxTransport, FifoOnOneChannel) {
   UCX_WORLD(world, 2);
   // Sizes straddle the eager / rendezvous switch so that later small messages could overtake.
-  exchange(world, 2, 24, [](int, int, int seq) { return seq % 3 == 0 ? size_t{1} << 20 : size_t(seq * 7); },
-           [](int) { return 5u; }, in_order);
+  exchange(
+      world, 2, 24,
+      [](int, int, int seq) { return seq % 3 == 0 ? size_t{1} << 20 : size_t(seq * 7); },
+      [](int) { return 5u; }, in_order);
   world.close_all();
 }
 
 TEST(UcxTransport, TwoChannelsInterleaved) {
   UCX_WORLD(world, 2);
   // Sent alternately on channels 1 and 2; received all of channel 2 first, then channel 1.
-  exchange(world, 2, 16, [](int, int, int seq) { return size_t(100 + seq * 333); },
-           [](int seq) { return 1u + static_cast<uint32_t>(seq % 2); },
-           [](int count) {
-             std::vector<int> order;
-             for (int i = 1; i < count; i += 2) order.push_back(i);
-             for (int i = 0; i < count; i += 2) order.push_back(i);
-             return order;
-           });
+  exchange(
+      world, 2, 16, [](int, int, int seq) { return size_t(100 + seq * 333); },
+      [](int seq) { return 1u + static_cast<uint32_t>(seq % 2); },
+      [](int count) {
+        std::vector<int> order;
+        for (int i = 1; i < count; i += 2) order.push_back(i);
+        for (int i = 0; i < count; i += 2) order.push_back(i);
+        return order;
+      });
   world.close_all();
 }
 
@@ -249,7 +263,8 @@ TEST(UcxTransport, HeaderMismatchNamesBothRanksAndTheField) {
   EXPECT_NE(recv_status.message().find("'count'"), std::string::npos) << recv_status.message();
   EXPECT_EQ(in, std::vector<unsigned char>(1024, 0)) << "payload stored before the header check";
   EXPECT_EQ(sender_failure.code(), TIDEGATE_ERR_MISMATCH) << sender_failure.to_string();
-  EXPECT_NE(sender_failure.message().find("rank 1 aborted"), std::string::npos) << sender_failure.message();
+  EXPECT_NE(sender_failure.message().find("rank 1 aborted"), std::string::npos)
+      << sender_failure.message();
 }
 
 TEST(UcxTransport, AbortReachesPeersWithItsCode) {
@@ -274,7 +289,8 @@ TEST(UcxTransport, AbortReachesPeersWithItsCode) {
   for (int rank = 1; rank < 3; ++rank) {
     const Status& st = results[static_cast<size_t>(rank)];
     EXPECT_EQ(st.code(), TIDEGATE_ERR_AUTH) << st.to_string();
-    EXPECT_NE(st.message().find("rank 0 aborted: rank 0 refused the job"), std::string::npos) << st.message();
+    EXPECT_NE(st.message().find("rank 0 aborted: rank 0 refused the job"), std::string::npos)
+        << st.message();
   }
 }
 
@@ -285,7 +301,8 @@ TEST(UcxTransport, AbortReachesPeersWithItsCode) {
 TEST(UcxTransport, AbortThenCloseWinsOverTheLostConnection) {
   UCX_WORLD(world, 3);
   // Connections up first: UCX 1.13 asserts when a worker is destroyed mid-wireup.
-  exchange(world, 3, 1, [](int, int, int) { return size_t{64}; }, [](int) { return 0u; }, in_order);
+  exchange(
+      world, 3, 1, [](int, int, int) { return size_t{64}; }, [](int) { return 0u; }, in_order);
   std::vector<Status> results(3);
   std::vector<unsigned char> bufs[3];
   std::atomic<int> posted{0};
@@ -300,7 +317,8 @@ TEST(UcxTransport, AbortThenCloseWinsOverTheLostConnection) {
     // A large send that rank 0 never receives stays in flight (rendezvous) until rank 0 leaves.
     bufs[rank].assign(size_t{4} << 20, static_cast<unsigned char>(rank));
     Transport::Handle h = 0;
-    ASSERT_TRUE(t.isend(0, 5, header_for(rank, 1, bufs[rank].size()), bufs[rank].data(), bufs[rank].size(), &h)
+    ASSERT_TRUE(t.isend(0, 5, header_for(rank, 1, bufs[rank].size()), bufs[rank].data(),
+                        bufs[rank].size(), &h)
                     .is_ok());
     posted.fetch_add(1);
     results[static_cast<size_t>(rank)] = wait_all(t, {h})[0];
@@ -330,7 +348,8 @@ TEST(UcxTransport, VanishedPeerFailsPendingReceiveWithPeerFailed) {
 // Both ranks wait at once after one exchange (connections up), as idle ranks of a job do.
 TEST(UcxTransport, ShortProgressWaitsSleepInsteadOfSpinning) {
   UCX_WORLD(world, 2);
-  exchange(world, 2, 1, [](int, int, int) { return size_t{64}; }, [](int) { return 0u; }, in_order);
+  exchange(
+      world, 2, 1, [](int, int, int) { return size_t{64}; }, [](int) { return 0u; }, in_order);
   run_ranks(2, [&](int rank) {
     auto thread_cpu_ms = [] {
       timespec ts{};
@@ -347,12 +366,14 @@ TEST(UcxTransport, ShortProgressWaitsSleepInsteadOfSpinning) {
       if (!activity) ++idle_calls;
     }
     const double wall_ms =
-        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - wall_start).count();
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - wall_start)
+            .count();
     const double cpu_ms = thread_cpu_ms() - cpu_start;
     // Every idle call waited out its millisecond ...
     EXPECT_GE(wall_ms, 0.95 * idle_calls) << "rank " << rank << ": " << idle_calls << " idle calls";
     // ... asleep: a spinning wait costs about as much CPU as wall time.
-    EXPECT_LT(cpu_ms, 0.25 * wall_ms) << "rank " << rank << ": cpu " << cpu_ms << " ms over " << wall_ms << " ms";
+    EXPECT_LT(cpu_ms, 0.25 * wall_ms)
+        << "rank " << rank << ": cpu " << cpu_ms << " ms over " << wall_ms << " ms";
   });
   world.close_all();
 }

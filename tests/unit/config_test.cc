@@ -33,7 +33,8 @@ TEST(Config, BadValuesNameTheVariableAndKeepThePreviousValue) {
   EXPECT_EQ(config.set("TIDEGATE_LOG_LEVEL", "loud").code(), TIDEGATE_ERR_CONFIG);
   EXPECT_EQ(config.set("TIDEGATE_ALGO", "ring").code(), TIDEGATE_ERR_CONFIG);
   EXPECT_EQ(config.set("TIDEGATE_NO_SUCH_THING", "1").code(), TIDEGATE_ERR_CONFIG);
-  EXPECT_EQ(config.set("TIDEGATE_SEGMENT_BYTES", "12").code(), TIDEGATE_ERR_CONFIG);  // below minimum
+  EXPECT_EQ(config.set("TIDEGATE_SEGMENT_BYTES", "12").code(),
+            TIDEGATE_ERR_CONFIG);  // below minimum
   EXPECT_EQ(config.set("TIDEGATE_SPIN_US", "-1").code(), TIDEGATE_ERR_CONFIG);
   EXPECT_EQ(config.set("TIDEGATE_SPIN_US", "100001").code(), TIDEGATE_ERR_CONFIG);  // over 0.1 s
   EXPECT_EQ(config.spin_us(), 100);

@@ -23,7 +23,8 @@ TEST(Status, TrailRecordsEachLevel) {
 
 TEST(BlockRange, CoversEveryElementOnceWithTheFirstRanksLarger) {
   for (int size = 1; size <= 7; ++size) {
-    for (int64_t count : {int64_t{0}, int64_t{1}, int64_t{7}, int64_t{1023}, (int64_t{1} << 40) + 3}) {
+    for (int64_t count :
+         {int64_t{0}, int64_t{1}, int64_t{7}, int64_t{1023}, (int64_t{1} << 40) + 3}) {
       int64_t next = 0;
       for (int r = 0; r < size; ++r) {
         int64_t offset = 0, length = 0;

@@ -1,7 +1,7 @@
-// The transfer bookkeeping the mpi and ucx transports share (transports/common/transfer_book.h): payload
-// receives are posted only after their header checked out, and in irecv order per
-// (peer, channel); a header mismatch finishes the receive with MISMATCH; a failure finishes
-// every pending transfer.
+// The transfer bookkeeping the mpi and ucx transports share (transports/common/transfer_book.h):
+// payload receives are posted only after their header checked out, and in irecv order per (peer,
+// channel); a header mismatch finishes the receive with MISMATCH; a failure finishes every pending
+// transfer.
 #include "transports/common/transfer_book.h"
 
 #include <gtest/gtest.h>
@@ -61,7 +61,8 @@ TEST(TransferBook, PayloadsArePostedInIrecvOrderOnceTheirHeadersCheckedOut) {
   Book::settle(*first);
   ASSERT_TRUE(book.test(h1, &done, nullptr).is_ok());
   EXPECT_TRUE(done);
-  EXPECT_EQ(book.test(h1, &done, nullptr).code(), TIDEGATE_ERR_INVALID_ARGUMENT);  // forgotten once reported
+  EXPECT_EQ(book.test(h1, &done, nullptr).code(),
+            TIDEGATE_ERR_INVALID_ARGUMENT);  // forgotten once reported
   EXPECT_EQ(book.pending(), 1u);
 }
 
@@ -109,10 +110,12 @@ TEST(TransferBook, BoundedReceivePostsAndReportsTheSendersLength) {
   sent.payload_bytes = 23;
   arrive(*op, sent);
   size_t posted_bytes = 0;
-  ASSERT_TRUE(book.accept_header(*op, 0, [&](Transport::Handle, Transfer& ready) {
-                    posted_bytes = ready.length;
-                    return Status::ok();
-                  }).is_ok());
+  ASSERT_TRUE(book.accept_header(*op, 0,
+                                 [&](Transport::Handle, Transfer& ready) {
+                                   posted_bytes = ready.length;
+                                   return Status::ok();
+                                 })
+                  .is_ok());
   EXPECT_EQ(posted_bytes, 23u);  // the payload receive asks for the sender's length
   Book::settle(*op);
   bool done = false;
@@ -163,7 +166,8 @@ TEST(TransferArguments, NameTheBadArgument) {
   Status st = check_send_arguments(header_from(0, 0, 8), buffer, 7);
   EXPECT_EQ(st.code(), TIDEGATE_ERR_INVALID_ARGUMENT);
   EXPECT_NE(st.message().find("payload_bytes (8)"), std::string::npos) << st.message();
-  EXPECT_EQ(check_send_arguments(header_from(0, 0, 8), nullptr, 8).code(), TIDEGATE_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(check_send_arguments(header_from(0, 0, 8), nullptr, 8).code(),
+            TIDEGATE_ERR_INVALID_ARGUMENT);
   EXPECT_TRUE(check_send_arguments(header_from(0, 0, 0), nullptr, 0).is_ok());
   EXPECT_TRUE(check_recv_arguments(header_from(0, 0, 4), buffer, 8).is_ok());
   st = check_recv_arguments(header_from(0, 0, 9), buffer, 8);

@@ -43,7 +43,11 @@ TEST(WireHeader, MismatchNamesRanksOpAndField) {
 }
 
 TEST(WireHeader, EachFieldIsChecked) {
-  struct Case { const char* field; void (*mutate)(WireHeader&); tidegate_status_t code; };
+  struct Case {
+    const char* field;
+    void (*mutate)(WireHeader&);
+    tidegate_status_t code;
+  };
   const Case cases[] = {
       {"magic", [](WireHeader& h) { h.magic = 1; }, TIDEGATE_ERR_PROTOCOL},
       {"version", [](WireHeader& h) { h.version = 9; }, TIDEGATE_ERR_PROTOCOL},

@@ -26,8 +26,10 @@ Status decode_abort_message(const char* data, size_t length, int sender) {
     std::memcpy(&code, data, kCodeBytes);
     text.assign(data + kCodeBytes, length - kCodeBytes);
   }
-  if (code < TIDEGATE_ERR_INVALID_ARGUMENT || code > TIDEGATE_ERR_INTERNAL) code = TIDEGATE_ERR_ABORTED;
-  return Status(static_cast<tidegate_status_t>(code), "rank " + std::to_string(sender) + " aborted: " + text);
+  if (code < TIDEGATE_ERR_INVALID_ARGUMENT || code > TIDEGATE_ERR_INTERNAL)
+    code = TIDEGATE_ERR_ABORTED;
+  return Status(static_cast<tidegate_status_t>(code),
+                "rank " + std::to_string(sender) + " aborted: " + text);
 }
 
 }  // namespace tidegate

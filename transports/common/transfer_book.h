@@ -24,9 +24,9 @@
 #include <utility>
 
 #include "base/status.h"
-#include "transports/common/transfer_arguments.h"
 #include "base/transport.h"
 #include "base/wire_header.h"
+#include "transports/common/transfer_arguments.h"
 
 namespace tidegate {
 

@@ -12,7 +12,8 @@ Status agree_on_start(const TransportContext& context, const std::string& transp
   if (details != nullptr) details->clear();
   for (int r = 0; r < context.size; ++r) {
     std::string answer;
-    TG_RETURN_IF_ERROR(context.store->get("usable/" + std::to_string(r), context.deadline, &answer));
+    TG_RETURN_IF_ERROR(
+        context.store->get("usable/" + std::to_string(r), context.deadline, &answer));
     if (answer != "yes" && answer.rfind("yes ", 0) != 0) {
       return unsupported("the " + transport + " transport is unavailable: rank " +
                          std::to_string(r) + ": " + answer.substr(answer.find(' ') + 1));

@@ -16,8 +16,8 @@
 //
 // Types: float32/float64/int32/int64/uint8 map to MPI's types; MPI has no float16 or bfloat16,
 // so those are unsupported for allreduce and reduce_scatter (allgather moves them as 16-bit
-// integers: it never computes on them). SUM/PROD/MIN/MAX map to MPI's ops. AVG is MPI_SUM followed by
-// tidegate's own finalize_average() on the output (the same kernel, so the same semantics as
+// integers: it never computes on them). SUM/PROD/MIN/MAX map to MPI's ops. AVG is MPI_SUM followed
+// by tidegate's own finalize_average() on the output (the same kernel, so the same semantics as
 // tidegate's algorithms: floats divide in their precision, integers truncate), computed by each
 // rank on identical sums, so it stays identical across ranks.
 //
@@ -56,13 +56,19 @@ constexpr int64_t kMaxBlockElements = 4096;
 MPI_Datatype mpi_type(tidegate_dtype_t dtype, NativeCollective kind) {
   const bool moves_only = kind == NativeCollective::kAllgather;
   switch (dtype) {
-    case TIDEGATE_FLOAT32: return MPI_FLOAT;
-    case TIDEGATE_FLOAT64: return MPI_DOUBLE;
-    case TIDEGATE_INT32: return MPI_INT32_T;
-    case TIDEGATE_INT64: return MPI_INT64_T;
-    case TIDEGATE_UINT8: return MPI_UINT8_T;
+    case TIDEGATE_FLOAT32:
+      return MPI_FLOAT;
+    case TIDEGATE_FLOAT64:
+      return MPI_DOUBLE;
+    case TIDEGATE_INT32:
+      return MPI_INT32_T;
+    case TIDEGATE_INT64:
+      return MPI_INT64_T;
+    case TIDEGATE_UINT8:
+      return MPI_UINT8_T;
     case TIDEGATE_FLOAT16:
-    case TIDEGATE_BFLOAT16: return moves_only ? MPI_UINT16_T : MPI_DATATYPE_NULL;
+    case TIDEGATE_BFLOAT16:
+      return moves_only ? MPI_UINT16_T : MPI_DATATYPE_NULL;
   }
   return MPI_DATATYPE_NULL;
 }
@@ -70,19 +76,26 @@ MPI_Datatype mpi_type(tidegate_dtype_t dtype, NativeCollective kind) {
 MPI_Op mpi_op(tidegate_reduce_op_t op) {
   switch (op) {
     case TIDEGATE_SUM:
-    case TIDEGATE_AVG: return MPI_SUM;  // AVG: divided afterwards, see above
-    case TIDEGATE_PROD: return MPI_PROD;
-    case TIDEGATE_MIN: return MPI_MIN;
-    case TIDEGATE_MAX: return MPI_MAX;
+    case TIDEGATE_AVG:
+      return MPI_SUM;  // AVG: divided afterwards, see above
+    case TIDEGATE_PROD:
+      return MPI_PROD;
+    case TIDEGATE_MIN:
+      return MPI_MIN;
+    case TIDEGATE_MAX:
+      return MPI_MAX;
   }
   return MPI_OP_NULL;
 }
 
 const char* kind_name(NativeCollective kind) {
   switch (kind) {
-    case NativeCollective::kAllreduce: return "allreduce";
-    case NativeCollective::kAllgather: return "allgather";
-    case NativeCollective::kReduceScatter: return "reduce_scatter";
+    case NativeCollective::kAllreduce:
+      return "allreduce";
+    case NativeCollective::kAllgather:
+      return "allgather";
+    case NativeCollective::kReduceScatter:
+      return "reduce_scatter";
   }
   return "native collective";
 }
@@ -131,7 +144,8 @@ Status MpiTransport::check_native_args(const NativeCollectiveArgs& args) const {
       block_elements(args.count, native_max_elements_) == 0) {
     return unsupported(what + " of " + std::to_string(args.count) +
                        " elements per rank exceeds MPI's int count and has no divisor up to " +
-                       std::to_string(kMaxBlockElements) + " to build a block type from; use "
+                       std::to_string(kMaxBlockElements) +
+                       " to build a block type from; use "
                        "allgather=ring");
   }
   return Status::ok();
@@ -196,9 +210,10 @@ Status MpiTransport::post_header_gather(Handle handle, Op& op) {
   NativeOp& native = *op.native;
   MPI_Request request = MPI_REQUEST_NULL;
   const int n = static_cast<int>(kWireHeaderBytes);
-  TG_RETURN_IF_ERROR(check_mpi(MPI_Iallgather(native.mine.data(), n, MPI_BYTE, native.gathered.data(),
-                                              n, MPI_BYTE, coll_comm_, &request),
-                               "MPI_Iallgather (native op headers)"));
+  TG_RETURN_IF_ERROR(
+      check_mpi(MPI_Iallgather(native.mine.data(), n, MPI_BYTE, native.gathered.data(), n, MPI_BYTE,
+                               coll_comm_, &request),
+                "MPI_Iallgather (native op headers)"));
   track(request, handle, Part::kNativeHeaders, false, kWireHeaderBytes);
   ++op.parts_left;
   native.stage = NativeStage::kGathering;
@@ -229,8 +244,8 @@ Status MpiTransport::post_allreduce_chunks(Handle handle, Op& op) {
     char* out = byte_at(a.output, offset, a.dtype);
     const void* in = in_place ? MPI_IN_PLACE : byte_at(const_cast<void*>(a.input), offset, a.dtype);
     MPI_Request request = MPI_REQUEST_NULL;
-    TG_RETURN_IF_ERROR(check_mpi(MPI_Iallreduce(in, out, n, mpi_type(a.dtype, a.kind), mpi_op(a.reduce_op),
-                                                coll_comm_, &request),
+    TG_RETURN_IF_ERROR(check_mpi(MPI_Iallreduce(in, out, n, mpi_type(a.dtype, a.kind),
+                                                mpi_op(a.reduce_op), coll_comm_, &request),
                                  "MPI_Iallreduce"));
     track(request, handle, Part::kNativeData, false, 0);
     ++op.parts_left;
@@ -253,8 +268,9 @@ Status MpiTransport::post_native_collective(Handle handle, Op& op) {
   int64_t k = 1;
   if (a.count > native_max_elements_) {
     k = block_elements(a.count, native_max_elements_);
-    TG_RETURN_IF_ERROR(check_mpi(MPI_Type_contiguous(static_cast<int>(k), mpi_type(a.dtype, a.kind), &type),
-                                 "MPI_Type_contiguous"));
+    TG_RETURN_IF_ERROR(
+        check_mpi(MPI_Type_contiguous(static_cast<int>(k), mpi_type(a.dtype, a.kind), &type),
+                  "MPI_Type_contiguous"));
     TG_RETURN_IF_ERROR(check_mpi(MPI_Type_commit(&type), "MPI_Type_commit"));
   }
   const int n = static_cast<int>(a.count / k);
@@ -264,7 +280,8 @@ Status MpiTransport::post_native_collective(Handle handle, Op& op) {
   if (a.kind == NativeCollective::kAllgather) {
     // MPI's in-place allgather takes this rank's block from its place in the output.
     const bool in_place = in == byte_at(a.output, rank_ * a.count, a.dtype);
-    rc = MPI_Iallgather(in_place ? MPI_IN_PLACE : in, n, type, a.output, n, type, coll_comm_, &request);
+    rc = MPI_Iallgather(in_place ? MPI_IN_PLACE : in, n, type, a.output, n, type, coll_comm_,
+                        &request);
   } else {
     // In place: the input is read from the output buffer and this rank's block lands at its start.
     rc = MPI_Ireduce_scatter_block(in == a.output ? MPI_IN_PLACE : in, a.output, n, type,
@@ -272,8 +289,8 @@ Status MpiTransport::post_native_collective(Handle handle, Op& op) {
   }
   // Freeing a committed type is allowed while an operation that uses it is pending.
   if (k > 1) MPI_Type_free(&type);
-  TG_RETURN_IF_ERROR(check_mpi(rc, a.kind == NativeCollective::kAllgather ? "MPI_Iallgather"
-                                                                          : "MPI_Ireduce_scatter_block"));
+  TG_RETURN_IF_ERROR(check_mpi(
+      rc, a.kind == NativeCollective::kAllgather ? "MPI_Iallgather" : "MPI_Ireduce_scatter_block"));
   track(request, handle, Part::kNativeData, false, 0);
   ++op.parts_left;
   return Status::ok();

@@ -5,8 +5,9 @@ namespace tidegate {
 
 namespace {
 Status no_mpi() {
-  return unsupported("tidegate was built without MPI: rebuild with MPI installed "
-                     "(-DTIDEGATE_WITH_MPI=ON) or create the communicator from the environment");
+  return unsupported(
+      "tidegate was built without MPI: rebuild with MPI installed "
+      "(-DTIDEGATE_WITH_MPI=ON) or create the communicator from the environment");
 }
 }  // namespace
 

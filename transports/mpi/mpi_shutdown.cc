@@ -38,7 +38,8 @@ bool MpiTransport::check_abort_receive() {
   if (!flag) return false;
   int count = 0;
   MPI_Get_count(&status, MPI_BYTE, &count);
-  fail(decode_abort_message(abort_in_.data(), static_cast<size_t>(std::max(count, 0)), status.MPI_SOURCE),
+  fail(decode_abort_message(abort_in_.data(), static_cast<size_t>(std::max(count, 0)),
+                            status.MPI_SOURCE),
        false);
   return true;
 }
@@ -121,7 +122,8 @@ void MpiTransport::release(Deadline deadline) {
     // nonblocking collectives): it is left to MPI, which completes it if every rank posted it
     // (see mpi_native.cc); only the point-to-point requests are freed.
     for (size_t i = 0; i < requests_.size(); ++i) {
-      const bool native = slots_[i].part == Part::kNativeHeaders || slots_[i].part == Part::kNativeData;
+      const bool native =
+          slots_[i].part == Part::kNativeHeaders || slots_[i].part == Part::kNativeData;
       if (!native && requests_[i] != MPI_REQUEST_NULL) MPI_Request_free(&requests_[i]);
     }
     requests_.clear();

@@ -57,8 +57,9 @@ Status MpiTransport::create(const TransportContext& context, const MpiTransportO
                             std::unique_ptr<Transport>* out) {
   TG_CHECK_ARG(options.chunk_bytes >= 1 && options.chunk_bytes <= kDefaultChunkBytes,
                "chunk_bytes must be in [1, 2^30]");
-  TG_CHECK_ARG(options.native_max_elements >= 1 && options.native_max_elements <= kMaxNativeElements,
-               "native_max_elements must be in [1, INT_MAX]");
+  TG_CHECK_ARG(
+      options.native_max_elements >= 1 && options.native_max_elements <= kMaxNativeElements,
+      "native_max_elements must be in [1, INT_MAX]");
   TG_CHECK_ARG(context.store != nullptr, "the mpi transport needs the bootstrap store");
   MPI_Comm base = MPI_COMM_NULL;
   // All ranks duplicate the communicator (a collective call) or all fail with the same error.
@@ -68,15 +69,16 @@ Status MpiTransport::create(const TransportContext& context, const MpiTransportO
   MPI_Comm comm = MPI_COMM_NULL;
   TG_RETURN_IF_ERROR(check_mpi(MPI_Comm_dup(base, &comm), "MPI_Comm_dup"));
   // Errors come back as codes (turned into Status) instead of aborting the job.
-  TG_RETURN_IF_ERROR(check_mpi(MPI_Comm_set_errhandler(comm, MPI_ERRORS_RETURN),
-                               "MPI_Comm_set_errhandler"));
+  TG_RETURN_IF_ERROR(
+      check_mpi(MPI_Comm_set_errhandler(comm, MPI_ERRORS_RETURN), "MPI_Comm_set_errhandler"));
   // A second duplicate for native collectives: collectives and point-to-point messages must
   // never share a matching context, and the header exchange of a native op must not be
   // confused with anything the point-to-point side sends.
   MPI_Comm coll_comm = MPI_COMM_NULL;
   Status st = check_mpi(MPI_Comm_dup(base, &coll_comm), "MPI_Comm_dup (collectives)");
   if (st.is_ok()) {
-    st = check_mpi(MPI_Comm_set_errhandler(coll_comm, MPI_ERRORS_RETURN), "MPI_Comm_set_errhandler");
+    st =
+        check_mpi(MPI_Comm_set_errhandler(coll_comm, MPI_ERRORS_RETURN), "MPI_Comm_set_errhandler");
   }
   if (!st.is_ok()) {
     MPI_Comm_free(&comm);
@@ -123,15 +125,18 @@ uint64_t MpiTransport::messages_posted() const {
 Status MpiTransport::check_usable(int peer, uint32_t channel) const {
   if (!failed_.is_ok()) return failed_;
   if (closed_) return aborted_error(who_ + ": the mpi transport is closed");
-  TG_CHECK_ARG(peer >= 0 && peer < size_ && peer != rank_,
-               who_ + ": peer " + std::to_string(peer) + " is not another rank of " + std::to_string(size_));
+  TG_CHECK_ARG(
+      peer >= 0 && peer < size_ && peer != rank_,
+      who_ + ": peer " + std::to_string(peer) + " is not another rank of " + std::to_string(size_));
   TG_CHECK_ARG(static_cast<int64_t>(channel) <= max_channel_,
-               "channel " + std::to_string(channel) + " exceeds the largest this MPI's tags allow (" +
-                   std::to_string(max_channel_) + ")");
+               "channel " + std::to_string(channel) +
+                   " exceeds the largest this MPI's tags allow (" + std::to_string(max_channel_) +
+                   ")");
   return Status::ok();
 }
 
-void MpiTransport::track(MPI_Request request, Handle handle, Part part, bool is_recv, size_t bytes) {
+void MpiTransport::track(MPI_Request request, Handle handle, Part part, bool is_recv,
+                         size_t bytes) {
   requests_.push_back(request);
   slots_.push_back(Slot{handle, part, is_recv, bytes});
   ++messages_posted_;
@@ -143,9 +148,10 @@ Status MpiTransport::post_header(Handle handle, Op& op) {
   MPI_Request request = MPI_REQUEST_NULL;
   const int tag = header_tag(op.channel);
   const int n = static_cast<int>(kWireHeaderBytes);
-  TG_RETURN_IF_ERROR(check_mpi(recv ? MPI_Irecv(op.wire.data(), n, MPI_BYTE, op.peer, tag, comm_, &request)
-                                    : MPI_Isend(op.wire.data(), n, MPI_BYTE, op.peer, tag, comm_, &request),
-                               recv ? "MPI_Irecv" : "MPI_Isend"));
+  TG_RETURN_IF_ERROR(
+      check_mpi(recv ? MPI_Irecv(op.wire.data(), n, MPI_BYTE, op.peer, tag, comm_, &request)
+                     : MPI_Isend(op.wire.data(), n, MPI_BYTE, op.peer, tag, comm_, &request),
+                recv ? "MPI_Irecv" : "MPI_Isend"));
   track(request, handle, Part::kHeader, recv, kWireHeaderBytes);
   ++op.parts_left;
   return Status::ok();
@@ -157,9 +163,10 @@ Status MpiTransport::post_chunks(Handle handle, Op& op, char* data, size_t bytes
   for (size_t offset = 0; offset < bytes; offset += chunk_bytes_) {
     const int n = static_cast<int>(std::min(chunk_bytes_, bytes - offset));
     MPI_Request request = MPI_REQUEST_NULL;
-    TG_RETURN_IF_ERROR(check_mpi(recv ? MPI_Irecv(data + offset, n, MPI_BYTE, op.peer, tag, comm_, &request)
-                                      : MPI_Isend(data + offset, n, MPI_BYTE, op.peer, tag, comm_, &request),
-                                 recv ? "MPI_Irecv" : "MPI_Isend"));
+    TG_RETURN_IF_ERROR(
+        check_mpi(recv ? MPI_Irecv(data + offset, n, MPI_BYTE, op.peer, tag, comm_, &request)
+                       : MPI_Isend(data + offset, n, MPI_BYTE, op.peer, tag, comm_, &request),
+                  recv ? "MPI_Irecv" : "MPI_Isend"));
     track(request, handle, Part::kChunk, recv, static_cast<size_t>(n));
     ++op.parts_left;
   }
@@ -167,8 +174,8 @@ Status MpiTransport::post_chunks(Handle handle, Op& op, char* data, size_t bytes
   return Status::ok();
 }
 
-Status MpiTransport::isend(int peer, uint32_t channel, const WireHeader& header, const void* payload,
-                           size_t bytes, Handle* handle) {
+Status MpiTransport::isend(int peer, uint32_t channel, const WireHeader& header,
+                           const void* payload, size_t bytes, Handle* handle) {
   std::lock_guard<std::mutex> lock(mutex_);
   TG_RETURN_IF_ERROR(check_usable(peer, channel));
   TG_RETURN_IF_ERROR(check_send_arguments(header, payload, bytes));
@@ -221,14 +228,14 @@ void MpiTransport::on_complete(const Slot& slot, const MPI_Status& status, bool 
   Status st;
   if (status_has_error && status.MPI_ERROR != MPI_SUCCESS) {
     st = check_mpi(status.MPI_ERROR, slot.is_recv ? "receive from rank " + std::to_string(op.peer)
-                                                   : "send to rank " + std::to_string(op.peer));
+                                                  : "send to rank " + std::to_string(op.peer));
   } else if (slot.is_recv) {
     int count = 0;
     MPI_Get_count(&status, MPI_BYTE, &count);
     if (static_cast<size_t>(count) != slot.bytes) {
       st = protocol_error(who_ + ": rank " + std::to_string(op.peer) + " sent a " +
-                          std::to_string(count) + "-byte message where " + std::to_string(slot.bytes) +
-                          " bytes were expected");
+                          std::to_string(count) + "-byte message where " +
+                          std::to_string(slot.bytes) + " bytes were expected");
     }
   }
   if (!st.is_ok()) {
@@ -266,8 +273,10 @@ Status MpiTransport::poll_once(bool* moved) {
       *moved = true;
       // Copy the slots first: on_complete() may fail the transport, which touches slots_.
       std::vector<Slot> finished;
-      for (int i = 0; i < outcount; ++i) finished.push_back(slots_[static_cast<size_t>(indices[i])]);
-      for (int i = 0; i < outcount; ++i) on_complete(finished[static_cast<size_t>(i)], statuses[i], rc == MPI_ERR_IN_STATUS);
+      for (int i = 0; i < outcount; ++i)
+        finished.push_back(slots_[static_cast<size_t>(indices[i])]);
+      for (int i = 0; i < outcount; ++i)
+        on_complete(finished[static_cast<size_t>(i)], statuses[i], rc == MPI_ERR_IN_STATUS);
       compact_requests();
       advance_natives();  // a finished header exchange lets its collective be posted
     }
@@ -301,7 +310,8 @@ void MpiTransport::wake() { woken_.store(true); }
 
 }  // namespace mpi
 
-Status create_mpi_transport(const TransportContext& context, std::unique_ptr<Transport>* transport) {
+Status create_mpi_transport(const TransportContext& context,
+                            std::unique_ptr<Transport>* transport) {
   return mpi::MpiTransport::create(context, mpi::MpiTransportOptions{}, transport);
 }
 

@@ -50,9 +50,9 @@
 #include <string>
 #include <vector>
 
+#include "base/transport.h"
 #include "transports/common/abort_message.h"
 #include "transports/common/transfer_book.h"
-#include "base/transport.h"
 
 namespace tidegate {
 
@@ -88,8 +88,8 @@ class MpiTransport final : public Transport {
   TransportCapabilities capabilities() const override;
   Status isend(int peer, uint32_t channel, const WireHeader& header, const void* payload,
                size_t bytes, Handle* handle) override;
-  Status irecv(int peer, uint32_t channel, const WireHeader& expected, void* payload,
-               size_t bytes, Handle* handle) override;
+  Status irecv(int peer, uint32_t channel, const WireHeader& expected, void* payload, size_t bytes,
+               Handle* handle) override;
   using Transport::test;
   Status test(Handle handle, bool* done, size_t* payload_bytes) override;
   Status progress(Milliseconds max_wait, bool* activity) override;
@@ -116,11 +116,11 @@ class MpiTransport final : public Transport {
   struct Op : Transfer {
     std::unique_ptr<NativeOp> native;  // set for a native collective, null for a transfer
   };
-  struct Slot {  // what one entry of requests_ belongs to
+  struct Slot {         // what one entry of requests_ belongs to
     Handle handle = 0;  // 0 once its op was failed: the request is only drained
     Part part = Part::kHeader;
     bool is_recv = false;
-    size_t bytes = 0;   // the message's expected size
+    size_t bytes = 0;  // the message's expected size
   };
 
   MpiTransport(const TransportContext& context, const MpiTransportOptions& options, MPI_Comm comm,
@@ -164,12 +164,12 @@ class MpiTransport final : public Transport {
   const int64_t native_max_elements_;
   const int max_channel_;  // largest channel whose two tags fit under MPI_TAG_UB
   const std::string who_;  // "rank 3", for messages
-  MPI_Comm comm_;       // point-to-point messages
-  MPI_Comm coll_comm_;  // native collectives and their header exchange
+  MPI_Comm comm_;          // point-to-point messages
+  MPI_Comm coll_comm_;     // native collectives and their header exchange
 
   mutable std::mutex mutex_;  // guards everything below and serialises our MPI calls
-  TransferBook<Op> book_;  // the transfers and native ops, and receives waiting for headers
-  std::vector<MPI_Request> requests_;   // parallel to slots_
+  TransferBook<Op> book_;     // the transfers and native ops, and receives waiting for headers
+  std::vector<MPI_Request> requests_;  // parallel to slots_
   std::vector<Slot> slots_;
   std::deque<Handle> native_queue_;  // native ops in post order, until finished
   uint64_t messages_posted_ = 0;

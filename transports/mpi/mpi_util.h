@@ -16,7 +16,8 @@ inline Status check_mpi(int rc, const std::string& what) {
   char text[MPI_MAX_ERROR_STRING] = {};
   int length = 0;
   MPI_Error_string(rc, text, &length);
-  return Status(TIDEGATE_ERR_SYSTEM, what + " failed: " + std::string(text, static_cast<size_t>(length)));
+  return Status(TIDEGATE_ERR_SYSTEM,
+                what + " failed: " + std::string(text, static_cast<size_t>(length)));
 }
 
 // MPI_TAG_UB of `comm` (at least 32767 by the standard; 2^23-1 under Open MPI's UCX PML).

@@ -12,9 +12,12 @@ namespace {
 
 const char* native_name(NativeCollective kind) {
   switch (kind) {
-    case NativeCollective::kAllreduce: return "allreduce";
-    case NativeCollective::kAllgather: return "allgather";
-    case NativeCollective::kReduceScatter: return "reduce_scatter";
+    case NativeCollective::kAllreduce:
+      return "allreduce";
+    case NativeCollective::kAllgather:
+      return "allgather";
+    case NativeCollective::kReduceScatter:
+      return "reduce_scatter";
   }
   return "native collective";
 }
@@ -34,8 +37,9 @@ Status NcclTransport::post_native(const WireHeader& header, const NativeCollecti
                        " memory is not offered by the nccl transport (CUDA memory only)");
   }
   TG_CHECK_ARG(args.count >= 0, what + ": negative count " + std::to_string(args.count));
-  TG_CHECK_ARG(args.kind == NativeCollective::kAllreduce || args.input != args.output || args.count == 0,
-               what + ": input and output must differ (in place is offered for allreduce only)");
+  TG_CHECK_ARG(
+      args.kind == NativeCollective::kAllreduce || args.input != args.output || args.count == 0,
+      what + ": input and output must differ (in place is offered for allreduce only)");
   if (args.count > 0) {
     TG_RETURN_IF_ERROR(check_device_pointer(args.input, (what + " input").c_str()));
     TG_RETURN_IF_ERROR(check_device_pointer(args.output, (what + " output").c_str()));
@@ -81,8 +85,8 @@ Status NcclTransport::post_native_headers(Op& op) {
                                   cudaMemcpyHostToDevice, data_stream_);
   if (e != cudaSuccess) return cuda_error(who_, "cudaMemcpyAsync of a native header", e);
   // In place: this rank's block already sits at its offset of the gather buffer.
-  const ncclResult_t r = ncclAllGather(device + mine, device, kWireHeaderBytes, ncclUint8,
-                                       data_comm_, data_stream_);
+  const ncclResult_t r =
+      ncclAllGather(device + mine, device, kWireHeaderBytes, ncclUint8, data_comm_, data_stream_);
   TG_RETURN_IF_ERROR(settle(data_comm_, r, "the native header all-gather"));
   e = cudaMemcpyAsync(host, device, kWireHeaderBytes * static_cast<size_t>(size_),
                       cudaMemcpyDeviceToHost, data_stream_);
@@ -98,7 +102,8 @@ Status NcclTransport::check_native_headers(Op& op, bool* moved) {
   const unsigned char* host = gathers_.host(op.slot);
   for (int peer = 0; peer < size_; ++peer) {
     if (peer == rank_) continue;
-    const WireHeader received = decode_wire_header(host + kWireHeaderBytes * static_cast<size_t>(peer));
+    const WireHeader received =
+        decode_wire_header(host + kWireHeaderBytes * static_cast<size_t>(peer));
     WireHeader expected = op.header;
     expected.sender_rank = static_cast<uint32_t>(peer);
     Status st = check_wire_header(expected, received, rank_, peer);

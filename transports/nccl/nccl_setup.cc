@@ -8,9 +8,9 @@
 #include <thread>
 #include <vector>
 
-#include "base/store.h"
 #include "base/config.h"
 #include "base/log.h"
+#include "base/store.h"
 #include "transports/common/transport_start.h"
 #include "transports/nccl/nccl_transport.h"
 
@@ -32,24 +32,48 @@ Status nccl_error(const std::string& who, const char* what, ncclResult_t result)
 
 bool nccl_dtype(tidegate_dtype_t dtype, ncclDataType_t* out) {
   switch (dtype) {
-    case TIDEGATE_FLOAT32: *out = ncclFloat32; return true;
-    case TIDEGATE_FLOAT64: *out = ncclFloat64; return true;
-    case TIDEGATE_FLOAT16: *out = ncclFloat16; return true;
-    case TIDEGATE_BFLOAT16: *out = ncclBfloat16; return true;
-    case TIDEGATE_INT32: *out = ncclInt32; return true;
-    case TIDEGATE_INT64: *out = ncclInt64; return true;
-    case TIDEGATE_UINT8: *out = ncclUint8; return true;
+    case TIDEGATE_FLOAT32:
+      *out = ncclFloat32;
+      return true;
+    case TIDEGATE_FLOAT64:
+      *out = ncclFloat64;
+      return true;
+    case TIDEGATE_FLOAT16:
+      *out = ncclFloat16;
+      return true;
+    case TIDEGATE_BFLOAT16:
+      *out = ncclBfloat16;
+      return true;
+    case TIDEGATE_INT32:
+      *out = ncclInt32;
+      return true;
+    case TIDEGATE_INT64:
+      *out = ncclInt64;
+      return true;
+    case TIDEGATE_UINT8:
+      *out = ncclUint8;
+      return true;
   }
   return false;
 }
 
 bool nccl_op(tidegate_reduce_op_t op, ncclRedOp_t* out) {
   switch (op) {
-    case TIDEGATE_SUM: *out = ncclSum; return true;
-    case TIDEGATE_AVG: *out = ncclAvg; return true;
-    case TIDEGATE_MIN: *out = ncclMin; return true;
-    case TIDEGATE_MAX: *out = ncclMax; return true;
-    case TIDEGATE_PROD: *out = ncclProd; return true;
+    case TIDEGATE_SUM:
+      *out = ncclSum;
+      return true;
+    case TIDEGATE_AVG:
+      *out = ncclAvg;
+      return true;
+    case TIDEGATE_MIN:
+      *out = ncclMin;
+      return true;
+    case TIDEGATE_MAX:
+      *out = ncclMax;
+      return true;
+    case TIDEGATE_PROD:
+      *out = ncclProd;
+      return true;
   }
   return false;
 }
@@ -122,7 +146,9 @@ std::string to_hex(const void* data, size_t bytes) {
 
 bool from_hex(const std::string& text, void* out, size_t bytes) {
   if (text.size() != 2 * bytes) return false;
-  auto digit = [](char c) { return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1; };
+  auto digit = [](char c) {
+    return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+  };
   for (size_t i = 0; i < bytes; ++i) {
     const int hi = digit(text[2 * i]), lo = digit(text[2 * i + 1]);
     if (hi < 0 || lo < 0) return false;
@@ -130,7 +156,6 @@ bool from_hex(const std::string& text, void* out, size_t bytes) {
   }
   return true;
 }
-
 
 // Every rank says whether it can run NCCL and on which host and device (agree_on_start), so
 // that a rank without a GPU does not leave the others waiting in ncclCommInitRankConfig; NCCL
@@ -173,7 +198,8 @@ NcclTransport::NcclTransport(const TransportContext& context, int device)
       size_(context.size),
       device_(device),
       deadline_ms_(context.config != nullptr ? context.config->timeout_ms() : 300000),
-      who_("rank " + std::to_string(context.rank) + " (nccl, cuda:" + std::to_string(device) + ")") {}
+      who_("rank " + std::to_string(context.rank) + " (nccl, cuda:" + std::to_string(device) +
+           ")") {}
 
 Status NcclTransport::exchange_ids(const TransportContext& context, ncclUniqueId ids[2]) {
   if (rank_ == 0) {
@@ -204,7 +230,8 @@ Status NcclTransport::init_comm(const ncclUniqueId& id, Deadline deadline, ncclC
     if (deadline.passed()) {
       ncclCommAbort(*comm);
       *comm = nullptr;
-      return timeout_error(who_ + ": NCCL communicator creation did not finish before the deadline; "
+      return timeout_error(who_ +
+                           ": NCCL communicator creation did not finish before the deadline; "
                            "did every rank create the communicator (and pick the nccl transport)?");
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
@@ -229,9 +256,11 @@ Status NcclTransport::init(const TransportContext& context) {
   e = cudaStreamCreateWithFlags(&data_stream_, cudaStreamNonBlocking);
   if (e != cudaSuccess) return cuda_error(who_, "cudaStreamCreate", e);
   TG_RETURN_IF_ERROR(headers_.init(who_, kWireHeaderBytes, kHeaderSlots));
-  TG_RETURN_IF_ERROR(gathers_.init(who_, kWireHeaderBytes * static_cast<size_t>(size_), kNativeSlots));
-  TG_LOG(kInfo, who_, "nccl transport ready: " + std::to_string(size_) + " ranks, NCCL " +
-                          std::to_string(NCCL_MAJOR) + "." + std::to_string(NCCL_MINOR));
+  TG_RETURN_IF_ERROR(
+      gathers_.init(who_, kWireHeaderBytes * static_cast<size_t>(size_), kNativeSlots));
+  TG_LOG(kInfo, who_,
+         "nccl transport ready: " + std::to_string(size_) + " ranks, NCCL " +
+             std::to_string(NCCL_MAJOR) + "." + std::to_string(NCCL_MINOR));
   return Status::ok();
 }
 
@@ -241,7 +270,8 @@ Status NcclTransport::check_device_pointer(const void* ptr, const char* what) co
   const cudaError_t e = cudaPointerGetAttributes(&attributes, ptr);
   if (e != cudaSuccess) {
     cudaGetLastError();  // clear the sticky-free error so later calls do not report it
-    return invalid_argument(who_ + ": " + what + " is not CUDA memory (" + cudaGetErrorString(e) + ")");
+    return invalid_argument(who_ + ": " + what + " is not CUDA memory (" + cudaGetErrorString(e) +
+                            ")");
   }
   if (attributes.type != cudaMemoryTypeDevice && attributes.type != cudaMemoryTypeManaged) {
     return invalid_argument(who_ + ": " + what +
@@ -272,7 +302,8 @@ bool NcclTransport::supports_native(NativeCollective kind, tidegate_dtype_t dtyp
 
 }  // namespace nccl
 
-Status create_nccl_transport(const TransportContext& context, std::unique_ptr<Transport>* transport) {
+Status create_nccl_transport(const TransportContext& context,
+                             std::unique_ptr<Transport>* transport) {
   return nccl::NcclTransport::create(context, transport);
 }
 

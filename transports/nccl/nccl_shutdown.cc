@@ -91,7 +91,8 @@ Status NcclTransport::finish(Deadline deadline) {
       std::this_thread::sleep_for(std::chrono::microseconds(100));
       if (ncclCommGetAsyncError(*comm, &state) != ncclSuccess) state = ncclInternalError;
     }
-    if (state == ncclInProgress) return timeout_error(who_ + ": ncclCommFinalize did not finish in time");
+    if (state == ncclInProgress)
+      return timeout_error(who_ + ": ncclCommFinalize did not finish in time");
     if (state != ncclSuccess) return nccl_error(who_, "ncclCommFinalize", state);
     ncclCommDestroy(*comm);
     *comm = nullptr;

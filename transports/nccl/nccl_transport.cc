@@ -13,13 +13,13 @@ namespace nccl {
 Status NcclTransport::check_usable(int peer) const {
   if (!failed_.is_ok()) return failed_;
   if (closed_) return aborted_error(who_ + ": the nccl transport is closed");
-  TG_CHECK_ARG(peer >= 0 && peer < size_,
-               who_ + ": peer " + std::to_string(peer) + " is not a rank of " + std::to_string(size_));
+  TG_CHECK_ARG(peer >= 0 && peer < size_, who_ + ": peer " + std::to_string(peer) +
+                                              " is not a rank of " + std::to_string(size_));
   return Status::ok();
 }
 
-Status NcclTransport::new_op(Kind kind, int peer, const WireHeader& header, void* data, size_t bytes,
-                             Handle* handle) {
+Status NcclTransport::new_op(Kind kind, int peer, const WireHeader& header, void* data,
+                             size_t bytes, Handle* handle) {
   Op op;
   op.kind = kind;
   op.peer = peer;
@@ -47,8 +47,8 @@ Status NcclTransport::new_op(Kind kind, int peer, const WireHeader& header, void
   return Status::ok();
 }
 
-Status NcclTransport::isend(int peer, uint32_t channel, const WireHeader& header, const void* payload,
-                            size_t bytes, Handle* handle) {
+Status NcclTransport::isend(int peer, uint32_t channel, const WireHeader& header,
+                            const void* payload, size_t bytes, Handle* handle) {
   (void)channel;  // NCCL has no channels; see the header comment
   std::lock_guard<std::mutex> lock(mutex_);
   const DeviceGuard device_guard(device_);
@@ -66,8 +66,10 @@ Status NcclTransport::irecv(int peer, uint32_t channel, const WireHeader& expect
   const DeviceGuard device_guard(device_);
   TG_RETURN_IF_ERROR(check_usable(peer));
   TG_RETURN_IF_ERROR(check_recv_arguments(expected, payload, bytes));
-  if (expected.payload_bytes > 0) TG_RETURN_IF_ERROR(check_device_pointer(payload, "the irecv buffer"));
-  return new_op(Kind::kRecv, peer, expected, payload, static_cast<size_t>(expected.payload_bytes), handle);
+  if (expected.payload_bytes > 0)
+    TG_RETURN_IF_ERROR(check_device_pointer(payload, "the irecv buffer"));
+  return new_op(Kind::kRecv, peer, expected, payload, static_cast<size_t>(expected.payload_bytes),
+                handle);
 }
 
 Status NcclTransport::settle(ncclComm_t comm, ncclResult_t result, const char* what) {
@@ -75,8 +77,10 @@ Status NcclTransport::settle(ncclComm_t comm, ncclResult_t result, const char* w
   const Deadline deadline = Deadline::after_ms(deadline_ms_);
   ncclResult_t state = result;
   while (state == ncclInProgress) {
-    if (abort_requested_.load()) return aborted_error(who_ + ": aborted while NCCL was enqueueing " + what);
-    if (deadline.passed()) return timeout_error(who_ + ": NCCL did not finish enqueueing " + what + " in time");
+    if (abort_requested_.load())
+      return aborted_error(who_ + ": aborted while NCCL was enqueueing " + what);
+    if (deadline.passed())
+      return timeout_error(who_ + ": NCCL did not finish enqueueing " + what + " in time");
     std::this_thread::yield();
     const ncclResult_t r = ncclCommGetAsyncError(comm, &state);
     if (r != ncclSuccess) state = r;
@@ -116,8 +120,9 @@ Status NcclTransport::post_header_group(bool* moved) {
   TG_RETURN_IF_ERROR(settle(header_comm_, end, "a group of headers"));
   for (Op* op : batch) {
     if (op->kind == Kind::kRecv) {
-      const cudaError_t e = cudaMemcpyAsync(headers_.host(op->slot), headers_.device(op->slot),
-                                            kWireHeaderBytes, cudaMemcpyDeviceToHost, header_stream_);
+      const cudaError_t e =
+          cudaMemcpyAsync(headers_.host(op->slot), headers_.device(op->slot), kWireHeaderBytes,
+                          cudaMemcpyDeviceToHost, header_stream_);
       if (e != cudaSuccess) return cuda_error(who_, "cudaMemcpyAsync of a received header", e);
     }
     TG_RETURN_IF_ERROR(record(&op->header_event, header_stream_));
@@ -221,7 +226,8 @@ Status NcclTransport::test(Handle handle, bool* done, size_t* payload_bytes) {
   std::lock_guard<std::mutex> lock(mutex_);
   const DeviceGuard device_guard(device_);
   auto it = ops_.find(handle);
-  TG_CHECK_ARG(it != ops_.end(), "test: unknown or already finished transfer handle " + std::to_string(handle));
+  TG_CHECK_ARG(it != ops_.end(),
+               "test: unknown or already finished transfer handle " + std::to_string(handle));
   bool moved = false;
   if (failed_.is_ok()) {
     Status st = poll_done(it->second, &moved);

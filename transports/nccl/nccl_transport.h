@@ -64,7 +64,8 @@
 namespace tidegate {
 
 // The factory registered in the transport table (name "nccl").
-Status create_nccl_transport(const TransportContext& context, std::unique_ptr<Transport>* transport);
+Status create_nccl_transport(const TransportContext& context,
+                             std::unique_ptr<Transport>* transport);
 
 namespace nccl {
 
@@ -128,8 +129,8 @@ class NcclTransport final : public Transport {
   // peer may be this rank: NCCL delivers to itself when send and receive share a group.
   Status isend(int peer, uint32_t channel, const WireHeader& header, const void* payload,
                size_t bytes, Handle* handle) override;
-  Status irecv(int peer, uint32_t channel, const WireHeader& expected, void* payload,
-               size_t bytes, Handle* handle) override;
+  Status irecv(int peer, uint32_t channel, const WireHeader& expected, void* payload, size_t bytes,
+               Handle* handle) override;
   using Transport::test;
   Status test(Handle handle, bool* done, size_t* payload_bytes) override;
   Status progress(Milliseconds max_wait, bool* activity) override;
@@ -146,10 +147,10 @@ class NcclTransport final : public Transport {
  private:
   enum class Kind : uint8_t { kSend, kRecv, kNative };
   enum class Stage : uint8_t {
-    kQueued,      // header (or native header gather) not yet posted
-    kHeader,      // header posted; receive / native: waiting for it on the host
-    kPayloadReady,// header fine; payload waits for the next data group
-    kRunning,     // payload / collective posted; waiting for done_event
+    kQueued,        // header (or native header gather) not yet posted
+    kHeader,        // header posted; receive / native: waiting for it on the host
+    kPayloadReady,  // header fine; payload waits for the next data group
+    kRunning,       // payload / collective posted; waiting for done_event
     kDone,
   };
   struct Op {

@@ -10,8 +10,8 @@
 #include <thread>
 
 #include "base/auth.h"
-#include "base/store.h"
 #include "base/log.h"
+#include "base/store.h"
 
 namespace tidegate::tcp {
 
@@ -71,12 +71,18 @@ bool decode_hello(const unsigned char in[kHelloBytes], Hello* h) {
 
 const char* verdict_text(uint32_t verdict) {
   switch (verdict) {
-    case kAccepted: return "accepted";
-    case kWrongCommunicator: return "it belongs to another communicator";
-    case kWrongWorldSize: return "its world size differs";
-    case kWrongStreamCount: return "its TIDEGATE_TCP_STREAMS differs";
-    case kUnexpectedRank: return "no such rank is expected to connect here";
-    case kDuplicate: return "that rank's connection is already established";
+    case kAccepted:
+      return "accepted";
+    case kWrongCommunicator:
+      return "it belongs to another communicator";
+    case kWrongWorldSize:
+      return "its world size differs";
+    case kWrongStreamCount:
+      return "its TIDEGATE_TCP_STREAMS differs";
+    case kUnexpectedRank:
+      return "no such rank is expected to connect here";
+    case kDuplicate:
+      return "that rank's connection is already established";
   }
   return "unknown verdict";
 }
@@ -110,15 +116,19 @@ Status refusal_status(uint32_t verdict, int peer, const Hello& sent) {
   const std::string them = "rank " + std::to_string(peer);
   switch (verdict) {
     case kWrongCommunicator:
-      return protocol_error(them + " refused our data connection: it belongs to another "
+      return protocol_error(them +
+                            " refused our data connection: it belongs to another "
                             "communicator (stale address in the store?)");
     case kWrongWorldSize:
-      return config_error(them + " refused our data connection: it has a different world size "
-                          "than our " + std::to_string(sent.size));
+      return config_error(them +
+                          " refused our data connection: it has a different world size "
+                          "than our " +
+                          std::to_string(sent.size));
     case kWrongStreamCount:
-      return config_error(them + " refused our data connection: its TIDEGATE_TCP_STREAMS "
-                          "differs from ours (" + std::to_string(sent.streams) +
-                          "); set the same value on every rank");
+      return config_error(them +
+                          " refused our data connection: its TIDEGATE_TCP_STREAMS "
+                          "differs from ours (" +
+                          std::to_string(sent.streams) + "); set the same value on every rank");
     default:
       return protocol_error(them + " refused our data connection: " + verdict_text(verdict));
   }
@@ -148,8 +158,8 @@ Status connect_one(const TransportContext& ctx, int peer, const std::string& hos
   if (reply.verdict != kAccepted) return refusal_status(reply.verdict, peer, hello);
   if (reply.rank != static_cast<uint32_t>(peer) || reply.comm_id != ctx.comm_id) {
     return protocol_error("the listener published as rank " + std::to_string(peer) +
-                          " answered as rank " + std::to_string(reply.rank) +
-                          " of communicator " + std::to_string(reply.comm_id));
+                          " answered as rank " + std::to_string(reply.rank) + " of communicator " +
+                          std::to_string(reply.comm_id));
   }
   TG_RETURN_IF_ERROR(set_nonblocking(fd.get(), true));
   *out = std::move(fd);
@@ -166,8 +176,8 @@ Status connect_to_lower_ranks(const TransportContext& ctx, int streams, Links* l
     for (int stream = 0; stream < streams; ++stream) {
       Status st = connect_one(ctx, peer, host, port, stream, streams, &(*links)[peer][stream]);
       if (!st.is_ok()) {
-        return std::move(st).with_context(who(ctx) + " connecting to rank " +
-                                          std::to_string(peer) + " at " + address + ": ");
+        return std::move(st).with_context(who(ctx) + " connecting to rank " + std::to_string(peer) +
+                                          " at " + address + ": ");
       }
     }
   }
@@ -220,8 +230,8 @@ class Acceptor {
     TG_RETURN_IF_ERROR(write_full(fd.get(), bytes, kHelloBytes, deadline, "tcp hello reply"));
     if (reply.verdict != kAccepted) {
       return protocol_error(from + " claiming to be rank " + std::to_string(hello.rank) +
-                            " (connection " + std::to_string(hello.stream) + ") refused: " +
-                            verdict_text(reply.verdict));
+                            " (connection " + std::to_string(hello.stream) +
+                            ") refused: " + verdict_text(reply.verdict));
     }
     TG_RETURN_IF_ERROR(set_nonblocking(fd.get(), true));
     (*links_)[hello.rank][hello.stream] = std::move(fd);
@@ -250,8 +260,8 @@ class Acceptor {
     std::string text = who(ctx_) + " timed out waiting for data connections from rank(s) " +
                        missing + "; are they running, and do they reach this address?";
     if (refused_ > 0) {
-      text += " (refused " + std::to_string(refused_) + " connection(s), last: " +
-              last_refusal_ + ")";
+      text +=
+          " (refused " + std::to_string(refused_) + " connection(s), last: " + last_refusal_ + ")";
     }
     return timeout_error(text);
   }
@@ -279,7 +289,8 @@ Status choose_bind_host(const TransportContext& ctx, std::string* host) {
     address = address.substr(1, address.size() - 2);
   }
   if (address == "0.0.0.0" || address == "::" || address == "*") {
-    return config_error("TIDEGATE_TCP_ADDR='" + address + "' is a wildcard: give an address "
+    return config_error("TIDEGATE_TCP_ADDR='" + address +
+                        "' is a wildcard: give an address "
                         "the other ranks can reach (or TIDEGATE_TCP_IFACE)");
   }
   *host = address;
@@ -298,7 +309,8 @@ Status connect_all_peers(const TransportContext& ctx, int streams, Links* links)
   int port = 0;
   const int backlog = std::clamp(ctx.size * streams, 64, 4096);
   TG_RETURN_IF_ERROR(listen_tcp(host, 0, backlog, &listener, &port));
-  TG_RETURN_IF_ERROR(ctx.store->set("tcp/" + std::to_string(ctx.rank), format_host_port(host, port)));
+  TG_RETURN_IF_ERROR(
+      ctx.store->set("tcp/" + std::to_string(ctx.rank), format_host_port(host, port)));
 
   UniqueFd stop(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
   if (!stop.valid()) return system_error("eventfd()", errno);

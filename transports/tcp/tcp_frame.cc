@@ -25,11 +25,16 @@ uint64_t get64(const unsigned char*& p) {
 
 const char* frame_type_name(FrameType type) {
   switch (type) {
-    case FrameType::kData: return "DATA";
-    case FrameType::kRts: return "RTS";
-    case FrameType::kRtr: return "RTR";
-    case FrameType::kAbort: return "ABORT";
-    case FrameType::kBye: return "BYE";
+    case FrameType::kData:
+      return "DATA";
+    case FrameType::kRts:
+      return "RTS";
+    case FrameType::kRtr:
+      return "RTR";
+    case FrameType::kAbort:
+      return "ABORT";
+    case FrameType::kBye:
+      return "BYE";
   }
   return "?";
 }
@@ -70,7 +75,8 @@ Status decode_frame_header(const unsigned char in[kFrameHeaderBytes], int peer, 
   f.offset = get64(p);
   f.length = get64(p);
   f.total = get64(p);
-  if (type < static_cast<uint8_t>(FrameType::kData) || type > static_cast<uint8_t>(FrameType::kBye)) {
+  if (type < static_cast<uint8_t>(FrameType::kData) ||
+      type > static_cast<uint8_t>(FrameType::kBye)) {
     return protocol_error(from + " sent a frame of unknown type " + std::to_string(type));
   }
   f.type = static_cast<FrameType>(type);

@@ -70,8 +70,8 @@ Status TcpTransport::start_data(Peer& peer, int from, const FrameHeader& frame,
   }
   Channel& ch = peer.channels[frame.channel];
   if (ch.unexpected.count(frame.seq) > 0) {
-    return protocol_error(rank_text(from) + " sent a second frame of a small message: " +
-                          describe_frame(frame));
+    return protocol_error(rank_text(from) +
+                          " sent a second frame of a small message: " + describe_frame(frame));
   }
   auto posted = ch.posted.find(frame.seq);
   if (posted != ch.posted.end()) {
@@ -79,7 +79,7 @@ Status TcpTransport::start_data(Peer& peer, int from, const FrameHeader& frame,
     // Before storing a byte: is this the message the receive expects?
     Status matches = check_wire_header(op.header, wire, rank_, from);
     if (!matches.is_ok()) return matches;
-    op.length = wire.payload_bytes;  // the check kept it within the receive's bound
+    op.length = wire.payload_bytes;                // the check kept it within the receive's bound
     if (frame.offset + frame.length > op.bytes) {  // cannot pass the check above; kept cheap
       return protocol_error(rank_text(from) + " sent a " + describe_frame(frame) +
                             " beyond the receive buffer of " + std::to_string(op.bytes));
@@ -152,8 +152,8 @@ Status TcpTransport::end_data(Peer& peer, const FrameHeader& frame) {
   Op& op = ops_.at(posted->second);
   op.received += frame.length;
   if (op.received > op.length) {
-    return protocol_error(rank_text(op.peer) + " sent more bytes than its message has: " +
-                          describe_frame(frame));
+    return protocol_error(rank_text(op.peer) +
+                          " sent more bytes than its message has: " + describe_frame(frame));
   }
   if (op.received == op.length) {
     ch.posted.erase(posted);
@@ -185,7 +185,8 @@ Status TcpTransport::end_rtr(int from, const FrameHeader& frame) {
 Status TcpTransport::end_abort(Stream& stream, const FrameHeader& frame) {
   std::string text = std::move(peers_[stream.peer()].abort_text[stream.index()]);
   uint32_t code = frame.status_code;
-  if (code < TIDEGATE_ERR_INVALID_ARGUMENT || code > TIDEGATE_ERR_INTERNAL) code = TIDEGATE_ERR_ABORTED;
+  if (code < TIDEGATE_ERR_INVALID_ARGUMENT || code > TIDEGATE_ERR_INTERNAL)
+    code = TIDEGATE_ERR_ABORTED;
   fail(Status(static_cast<tidegate_status_t>(code), rank_text(stream.peer()) + " aborted: " + text),
        false);
   return failed_;
@@ -203,7 +204,8 @@ Status TcpTransport::end_bye(Stream& stream) {
   const size_t pending = peer.finished() ? pending_ops(from) : 0;
   if (pending == 0) return Status::ok();
   fail(peer_failed(rank_text(from) + " closed its transport while " + std::to_string(pending) +
-                   " transfer(s) of " + who_ + " with it were pending: the ranks did not post "
+                   " transfer(s) of " + who_ +
+                   " with it were pending: the ranks did not post "
                    "the same operations"),
        false);
   return failed_;

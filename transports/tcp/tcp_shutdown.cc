@@ -91,8 +91,8 @@ void TcpTransport::handle_stream_closed(Stream& stream) {
   const Peer& peer = peers_[stream.peer()];
   const bool said_bye = peer.bye_on_stream[stream.index()];
   if (said_bye && !stream.mid_receive()) return;  // the goodbye's end of stream
-  std::string reason = stream.lost_errno() == 0 ? std::string("end of stream")
-                                                : std::strerror(stream.lost_errno());
+  std::string reason =
+      stream.lost_errno() == 0 ? std::string("end of stream") : std::strerror(stream.lost_errno());
   if (!said_bye) {
     reason += " without a goodbye: the process died, or destroyed its transport without close()";
   }
@@ -160,7 +160,8 @@ Status TcpTransport::close(Deadline deadline) {
   }
   release_connections();
   if (!flushed.is_ok()) {
-    return timeout_error(who_ + " could not send its goodbye to every peer before the close "
+    return timeout_error(who_ +
+                         " could not send its goodbye to every peer before the close "
                          "deadline; they will see the connection end without one");
   }
   return Status::ok();

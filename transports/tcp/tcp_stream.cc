@@ -90,8 +90,8 @@ Status Stream::flush_until(FrameSink& sink, Deadline deadline) {
     int ready = ::poll(&pfd, 1, deadline.poll_timeout_ms());
     if (ready < 0 && errno != EINTR) return system_error("poll()", errno);
     if (ready == 0 && deadline.passed()) {
-      return timeout_error("could not flush " + std::to_string(queued_bytes_) +
-                           " bytes to rank " + std::to_string(peer_) + " before the deadline");
+      return timeout_error("could not flush " + std::to_string(queued_bytes_) + " bytes to rank " +
+                           std::to_string(peer_) + " before the deadline");
     }
   }
 }
@@ -168,10 +168,12 @@ Status Stream::parse_prefix(FrameSink& sink, bool* parsed) {
   const unsigned char* p = inbox_.get() + in_begin_;
   FrameHeader frame;
   TG_RETURN_IF_ERROR(decode_frame_header(p, peer_, &frame));
-  const size_t prefix = frame_has_wire_header(frame.type) ? kMaxFramePrefixBytes : kFrameHeaderBytes;
+  const size_t prefix =
+      frame_has_wire_header(frame.type) ? kMaxFramePrefixBytes : kFrameHeaderBytes;
   if (available < prefix) return Status::ok();
   frame_ = frame;
-  wire_ = frame_has_wire_header(frame.type) ? decode_wire_header(p + kFrameHeaderBytes) : WireHeader{};
+  wire_ =
+      frame_has_wire_header(frame.type) ? decode_wire_header(p + kFrameHeaderBytes) : WireHeader{};
   in_begin_ += prefix;
   *parsed = true;
   return start_frame(sink);

@@ -27,8 +27,8 @@ struct OutFrame {
   size_t prefix_bytes = 0;
   const char* payload = nullptr;
   size_t payload_bytes = 0;
-  std::string owned_payload;   // used when payload is nullptr
-  size_t sent = 0;             // bytes of prefix + payload already written
+  std::string owned_payload;      // used when payload is nullptr
+  size_t sent = 0;                // bytes of prefix + payload already written
   Transport::Handle send_op = 0;  // credited once the whole frame is written (0 = none)
 
   size_t total_bytes() const { return prefix_bytes + payload_bytes; }

@@ -13,7 +13,8 @@
 
 namespace tidegate {
 
-Status create_tcp_transport(const TransportContext& context, std::unique_ptr<Transport>* transport) {
+Status create_tcp_transport(const TransportContext& context,
+                            std::unique_ptr<Transport>* transport) {
   return tcp::TcpTransport::create(context, transport);
 }
 
@@ -240,8 +241,10 @@ Status TcpTransport::irecv(int peer, uint32_t channel, const WireHeader& expecte
     fail(matched, true);
   } else if (!posted.done && peers_[peer].finished()) {
     peers_[peer].channels[channel].posted.erase(posted.seq);
-    complete(posted, peer_failed("rank " + std::to_string(peer) + " closed its transport without "
-                                 "sending this message: the ranks did not post the same operations"));
+    complete(posted,
+             peer_failed("rank " + std::to_string(peer) +
+                         " closed its transport without "
+                         "sending this message: the ranks did not post the same operations"));
   }
   flush_peer(peer);
   *handle = h;
@@ -257,7 +260,8 @@ Status TcpTransport::test(Handle handle, bool* done, size_t* payload_bytes) {
   }
   *done = it->second.done;
   if (!it->second.done) return Status::ok();
-  if (payload_bytes != nullptr) *payload_bytes = it->second.is_send ? it->second.bytes : it->second.length;
+  if (payload_bytes != nullptr)
+    *payload_bytes = it->second.is_send ? it->second.bytes : it->second.length;
   Status status = std::move(it->second.status);
   ops_.erase(it);
   return status;
@@ -280,7 +284,8 @@ void TcpTransport::wake() {
 Status TcpTransport::progress(Milliseconds max_wait, bool* activity) {
   std::unique_lock<std::mutex> lock(mutex_);
   *activity = false;
-  if (closed_) return failed_.is_ok() ? invalid_argument("progress on a closed tcp transport") : failed_;
+  if (closed_)
+    return failed_.is_ok() ? invalid_argument("progress on a closed tcp transport") : failed_;
   if (!failed_.is_ok()) return failed_;
   int ready = wait_for_events(lock, 0);
   if (ready == 0 && !activity_ && max_wait.count() > 0) {
@@ -361,7 +366,8 @@ void TcpTransport::update_interest(Stream& stream) {
   event.events = want;
   event.data.ptr = &stream;
   // An fd with no interest is removed: EPOLLHUP would otherwise be reported forever.
-  const int op = want == 0 ? EPOLL_CTL_DEL : (stream.armed_events == 0 ? EPOLL_CTL_ADD : EPOLL_CTL_MOD);
+  const int op =
+      want == 0 ? EPOLL_CTL_DEL : (stream.armed_events == 0 ? EPOLL_CTL_ADD : EPOLL_CTL_MOD);
   if (::epoll_ctl(epoll_.get(), op, stream.fd(), &event) == 0) stream.armed_events = want;
 }
 

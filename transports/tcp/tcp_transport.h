@@ -71,8 +71,8 @@ class TcpTransport final : public Transport, private FrameSink {
   TransportCapabilities capabilities() const override;
   Status isend(int peer, uint32_t channel, const WireHeader& header, const void* payload,
                size_t bytes, Handle* handle) override;
-  Status irecv(int peer, uint32_t channel, const WireHeader& expected, void* payload,
-               size_t bytes, Handle* handle) override;
+  Status irecv(int peer, uint32_t channel, const WireHeader& expected, void* payload, size_t bytes,
+               Handle* handle) override;
   using Transport::test;
   Status test(Handle handle, bool* done, size_t* payload_bytes) override;
   Status progress(Milliseconds max_wait, bool* activity) override;
@@ -91,15 +91,15 @@ class TcpTransport final : public Transport, private FrameSink {
     uint64_t seq = 0;
     bool done = false;
     Status status;
-    WireHeader header;          // send: the header sent; receive: the header expected
-    char* data = nullptr;       // the user's payload
-    size_t bytes = 0;           // send: payload size; receive: capacity
-    size_t length = 0;          // receive: the payload length the sender's header announced
-    size_t frames_left = 0;     // send: DATA frames not yet written
-    bool data_queued = false;   // send: its DATA frames are queued
-    size_t received = 0;        // receive: payload bytes stored
+    WireHeader header;         // send: the header sent; receive: the header expected
+    char* data = nullptr;      // the user's payload
+    size_t bytes = 0;          // send: payload size; receive: capacity
+    size_t length = 0;         // receive: the payload length the sender's header announced
+    size_t frames_left = 0;    // send: DATA frames not yet written
+    bool data_queued = false;  // send: its DATA frames are queued
+    size_t received = 0;       // receive: payload bytes stored
   };
-  struct Unexpected {           // an eager message whose receive is not posted yet
+  struct Unexpected {  // an eager message whose receive is not posted yet
     WireHeader wire;
     std::vector<char> data;
     bool complete = false;
@@ -107,10 +107,10 @@ class TcpTransport final : public Transport, private FrameSink {
   struct Channel {
     uint64_t next_send_seq = 0;
     uint64_t next_recv_seq = 0;
-    std::map<uint64_t, Handle> posted;        // receives waiting for data
-    std::map<uint64_t, Handle> awaiting_rtr;  // large sends waiting for the receiver's RTR
-    std::set<uint64_t> early_rtr;             // RTRs that came before their send was posted
-    std::map<uint64_t, WireHeader> announced; // RTS headers whose receive is not posted yet
+    std::map<uint64_t, Handle> posted;         // receives waiting for data
+    std::map<uint64_t, Handle> awaiting_rtr;   // large sends waiting for the receiver's RTR
+    std::set<uint64_t> early_rtr;              // RTRs that came before their send was posted
+    std::map<uint64_t, WireHeader> announced;  // RTS headers whose receive is not posted yet
     std::map<uint64_t, Unexpected> unexpected;
   };
   struct Peer {

@@ -2,8 +2,8 @@
 #include <string>
 #include <vector>
 
-#include "base/store.h"
 #include "base/log.h"
+#include "base/store.h"
 #include "transports/ucx/ucx_transport.h"
 
 namespace tidegate {
@@ -77,17 +77,19 @@ Status UcxTransport::init_local(std::string* published) {
   ucp_params_t params{};
   params.field_mask = UCP_PARAM_FIELD_FEATURES | UCP_PARAM_FIELD_MT_WORKERS_SHARED;
   params.features = UCP_FEATURE_TAG | UCP_FEATURE_WAKEUP;  // wake-up: the event fd
-  params.mt_workers_shared = 0;  // one worker, used under our mutex
+  params.mt_workers_shared = 0;                            // one worker, used under our mutex
   s = ucp_init(&params, config, &context_);
   ucp_config_release(config);
-  if (s != UCS_OK) return unsupported(who_ + ": cannot create a UCX context: " + ucs_status_string(s));
+  if (s != UCS_OK)
+    return unsupported(who_ + ": cannot create a UCX context: " + ucs_status_string(s));
   TG_RETURN_IF_ERROR(query_memory_types());
 
   ucp_worker_params_t wparams{};
   wparams.field_mask = UCP_WORKER_PARAM_FIELD_THREAD_MODE;
   wparams.thread_mode = UCS_THREAD_MODE_SERIALIZED;  // several threads, never at once
   s = ucp_worker_create(context_, &wparams, &worker_);
-  if (s != UCS_OK) return unsupported(who_ + ": cannot create a UCX worker: " + ucs_status_string(s));
+  if (s != UCS_OK)
+    return unsupported(who_ + ": cannot create a UCX worker: " + ucs_status_string(s));
   s = ucp_worker_get_efd(worker_, &efd_);
   if (s != UCS_OK) return ucx_error(who_ + ": ucp_worker_get_efd", s);
 
@@ -123,7 +125,8 @@ Status UcxTransport::init(const TransportContext& context) {
     }
     std::vector<unsigned char> remote;
     if (!from_hex(text, &remote) || remote.empty()) {
-      return protocol_error(who_ + ": rank " + std::to_string(peer) + " published a malformed UCX address");
+      return protocol_error(who_ + ": rank " + std::to_string(peer) +
+                            " published a malformed UCX address");
     }
     ep_args_[static_cast<size_t>(peer)] = EpArg{this, peer};
     ucp_ep_params_t ep{};
@@ -145,8 +148,10 @@ Status UcxTransport::init(const TransportContext& context) {
 
 Status UcxTransport::query_memory_types() {
   TG_RETURN_IF_ERROR(context_supports_cuda(context_, &cuda_memory_));
-  TG_LOG(kInfo, who_, std::string("ucx transport: CUDA memory ") +
-                          (cuda_memory_ ? "supported by this UCX" : "not supported by this UCX (host memory only)"));
+  TG_LOG(kInfo, who_,
+         std::string("ucx transport: CUDA memory ") +
+             (cuda_memory_ ? "supported by this UCX"
+                           : "not supported by this UCX (host memory only)"));
   return Status::ok();
 }
 
@@ -160,7 +165,8 @@ TransportCapabilities UcxTransport::capabilities() const {
 
 }  // namespace ucx
 
-Status create_ucx_transport(const TransportContext& context, std::unique_ptr<Transport>* transport) {
+Status create_ucx_transport(const TransportContext& context,
+                            std::unique_ptr<Transport>* transport) {
   return ucx::UcxTransport::create(context, transport);
 }
 

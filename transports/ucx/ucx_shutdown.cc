@@ -42,7 +42,8 @@ void UcxTransport::fail(const Status& status, bool tell_peers) {
   // into the user's buffers (sends are left to finish or fail).
   for (auto& entry : parts_) {
     Part& part = *entry.second;
-    if (part.is_recv && part.kind != Kind::kAbort && !part.fired) ucp_request_cancel(worker_, part.request);
+    if (part.is_recv && part.kind != Kind::kAbort && !part.fired)
+      ucp_request_cancel(worker_, part.request);
   }
   drain(Deadline::after_ms(kFailDrainMs));
   woken_.store(true);
@@ -87,7 +88,8 @@ Status UcxTransport::release(Deadline deadline, bool force) {
     if (done || deadline.passed()) break;
   }
   for (void* request : closing) ucp_request_free(request);  // released by UCX once complete
-  if (!done) return timeout_error(who_ + ": the ucx endpoints did not finish flushing before the deadline");
+  if (!done)
+    return timeout_error(who_ + ": the ucx endpoints did not finish flushing before the deadline");
   return Status::ok();
 }
 

@@ -30,8 +30,9 @@ ucp_tag_t make_tag(uint8_t kind, uint32_t channel, int sender) {
 Status UcxTransport::check_usable(int peer, uint32_t channel) const {
   if (!failed_.is_ok()) return failed_;
   if (closed_) return aborted_error(who_ + ": the ucx transport is closed");
-  TG_CHECK_ARG(peer >= 0 && peer < size_ && peer != rank_,
-               who_ + ": peer " + std::to_string(peer) + " is not another rank of " + std::to_string(size_));
+  TG_CHECK_ARG(
+      peer >= 0 && peer < size_ && peer != rank_,
+      who_ + ": peer " + std::to_string(peer) + " is not another rank of " + std::to_string(size_));
   TG_CHECK_ARG(channel <= kMaxChannel, "channel " + std::to_string(channel) +
                                            " exceeds the largest the ucx tag holds (" +
                                            std::to_string(kMaxChannel) + ")");
@@ -74,7 +75,8 @@ Status UcxTransport::post(Handle handle, Kind kind, int peer, uint32_t channel, 
   }
   if (UCS_PTR_IS_ERR(request)) {
     return peer_failed(who_ + (is_recv ? ": receive from rank " : ": send to rank ") +
-                       std::to_string(peer) + " failed: " + ucs_status_string(UCS_PTR_STATUS(request)));
+                       std::to_string(peer) +
+                       " failed: " + ucs_status_string(UCS_PTR_STATUS(request)));
   }
   part->request = request;
   parts_.emplace(part, std::move(owned));
@@ -113,8 +115,8 @@ void UcxTransport::on_ep_error(void* arg, ucp_ep_h, ucs_status_t status) {
                   " failed: " + ucs_status_string(status));
 }
 
-Status UcxTransport::isend(int peer, uint32_t channel, const WireHeader& header, const void* payload,
-                           size_t bytes, Handle* handle) {
+Status UcxTransport::isend(int peer, uint32_t channel, const WireHeader& header,
+                           const void* payload, size_t bytes, Handle* handle) {
   std::lock_guard<std::mutex> lock(mutex_);
   TG_RETURN_IF_ERROR(check_usable(peer, channel));
   TG_RETURN_IF_ERROR(check_send_arguments(header, payload, bytes));
@@ -175,9 +177,9 @@ void UcxTransport::on_complete(Part& part) {
   Op& op = *pending;
   Status st;
   if (part.status != UCS_OK) {
-    suspect_peer_failure(peer_failed(who_ + (part.is_recv ? ": receive from rank " : ": send to rank ") +
-                                     std::to_string(op.peer) + " failed: " +
-                                     ucs_status_string(part.status)));
+    suspect_peer_failure(
+        peer_failed(who_ + (part.is_recv ? ": receive from rank " : ": send to rank ") +
+                    std::to_string(op.peer) + " failed: " + ucs_status_string(part.status)));
     return;  // the op stays pending until the grace ends or an abort message fails it
   }
   if (part.is_recv && part.length != part.bytes) {
@@ -258,7 +260,8 @@ Status UcxTransport::progress(Milliseconds max_wait, bool* activity) {
     settle_suspected_failure();
     if (!failed_.is_ok() || moved || woken_.exchange(false)) return failed_;
     // While a peer failure waits out its grace, wake when the grace ends.
-    const Clock::time_point wake_at = suspected_.is_ok() ? until : std::min(until, suspected_until_ + Milliseconds(1));
+    const Clock::time_point wake_at =
+        suspected_.is_ok() ? until : std::min(until, suspected_until_ + Milliseconds(1));
     const Clock::duration left = wake_at - Clock::now();
     if (left <= Clock::duration::zero()) return failed_;
     // Arm the event fd; BUSY means events arrived meanwhile, so poll again at once.

@@ -49,9 +49,9 @@
 #include <unordered_map>
 #include <vector>
 
+#include "base/transport.h"
 #include "transports/common/abort_message.h"
 #include "transports/common/transfer_book.h"
-#include "base/transport.h"
 
 namespace tidegate {
 
@@ -80,8 +80,8 @@ class UcxTransport final : public Transport {
   TransportCapabilities capabilities() const override;
   Status isend(int peer, uint32_t channel, const WireHeader& header, const void* payload,
                size_t bytes, Handle* handle) override;
-  Status irecv(int peer, uint32_t channel, const WireHeader& expected, void* payload,
-               size_t bytes, Handle* handle) override;
+  Status irecv(int peer, uint32_t channel, const WireHeader& expected, void* payload, size_t bytes,
+               Handle* handle) override;
   using Transport::test;
   Status test(Handle handle, bool* done, size_t* payload_bytes) override;
   Status progress(Milliseconds max_wait, bool* activity) override;
@@ -159,11 +159,11 @@ class UcxTransport final : public Transport {
   std::vector<ucp_ep_h> eps_;
   std::vector<EpArg> ep_args_;
   std::vector<Status> peer_errors_;  // an endpoint's error, OK while it is healthy
-  TransferBook<Op> book_;  // the transfers, and receives waiting for their headers
+  TransferBook<Op> book_;            // the transfers, and receives waiting for their headers
   std::unordered_map<Part*, std::unique_ptr<Part>> parts_;  // outstanding requests
   std::vector<Part*> completed_;  // filled by the callbacks, handled by poll_once()
   Status failed_;
-  Status suspected_;                      // a peer failure waiting out its grace
+  Status suspected_;                     // a peer failure waiting out its grace
   Clock::time_point suspected_until_{};  // when that grace ends
   bool closed_ = false;
   bool abort_sent_ = false;

@@ -14,8 +14,8 @@
 
 #include "collectives/algorithms.h"
 #include "collectives/allreduce/fold.h"
-#include "numeric/reduce.h"
 #include "collectives/task_kit.h"
+#include "numeric/reduce.h"
 
 namespace tidegate {
 

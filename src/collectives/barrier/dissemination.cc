@@ -55,7 +55,7 @@ Status make_barrier_dissemination(const TaskContext& context, const CollectiveAr
 // the same op (kind, count, dtype, reduce op) before it runs on a path whose messages would not
 // meet a differing rank's (another transport, a native collective).
 Status make_identity_check(const TaskContext& context, const CollectiveArgs& args,
-                                std::unique_ptr<CollectiveTask>* task) {
+                           std::unique_ptr<CollectiveTask>* task) {
   *task = std::make_unique<DisseminationBarrier>(context, args, "identity_check");
   return Status::ok();
 }

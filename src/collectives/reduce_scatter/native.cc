@@ -50,8 +50,8 @@ Status make_reduce_scatter_native(const TaskContext& context, const CollectiveAr
     return make_uneven(context, args, offset, length, task);
   }
   // input == output (same start) is passed through: the transport makes it an in-place call.
-  *task = make_native_task(context, args,
-                           native_args(NativeCollective::kReduceScatter, args, length));
+  *task =
+      make_native_task(context, args, native_args(NativeCollective::kReduceScatter, args, length));
   return Status::ok();
 }
 

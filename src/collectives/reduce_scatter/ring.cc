@@ -19,8 +19,8 @@
 #include <vector>
 
 #include "collectives/algorithms.h"
-#include "numeric/reduce.h"
 #include "collectives/task_kit.h"
+#include "numeric/reduce.h"
 
 namespace tidegate {
 

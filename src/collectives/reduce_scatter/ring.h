@@ -4,9 +4,9 @@
 
 #include <memory>
 
+#include "base/wire_header.h"
 #include "collectives/ring_layout.h"
 #include "collectives/task.h"
-#include "base/wire_header.h"
 
 namespace tidegate {
 

@@ -11,7 +11,8 @@ bool initialised_here = false;
 
 bool launched_by_mpi(const Config& config) {
   return !config.launcher_variable("OMPI_COMM_WORLD_SIZE").empty() ||
-         !config.launcher_variable("PMIX_RANK").empty() || !config.launcher_variable("PMI_SIZE").empty();
+         !config.launcher_variable("PMIX_RANK").empty() ||
+         !config.launcher_variable("PMI_SIZE").empty();
 }
 
 tidegate_status_t create_mpi_comm(tidegate_comm_t* comm) {

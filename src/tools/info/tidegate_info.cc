@@ -8,10 +8,10 @@
 #include <cstring>
 #include <string>
 
-#include "build_info.inc"  // generated: TIDEGATE_BUILD_INFO_ROWS
 #include "api/c_api_internal.h"
-#include "base/config.h"
 #include "api/transport_registry.h"
+#include "base/config.h"
+#include "build_info.inc"  // generated: TIDEGATE_BUILD_INFO_ROWS
 #include "src/tools/info/info_launch.h"
 
 namespace {
@@ -62,16 +62,18 @@ void print_json(const tidegate::Config& config, const tidegate::Communicator* co
   std::printf("}");
   if (comm != nullptr) {
     const tidegate::ProbeProfile& p = comm->probe_profile();
-    std::printf(",\"ranks\":%d,\"communicator_transports\":\"%s\",\"probe_source\":\"%s\","
-                "\"probe_ms\":%.3f,\"reduce_GBps\":%.6g,\"probe\":{",
-                comm->size(), comm->transport_names().c_str(), json_escape(p.source).c_str(),
-                p.probe_ms, p.reduce_GBps);
+    std::printf(
+        ",\"ranks\":%d,\"communicator_transports\":\"%s\",\"probe_source\":\"%s\","
+        "\"probe_ms\":%.3f,\"reduce_GBps\":%.6g,\"probe\":{",
+        comm->size(), comm->transport_names().c_str(), json_escape(p.source).c_str(), p.probe_ms,
+        p.reduce_GBps);
     sep = "";
     for (const tidegate::TransportFigures& f : p.transports) {
-      std::printf("%s\"%s\":{\"alpha_us\":%.6g,\"bandwidth_GBps\":%.6g,\"native_alpha_us\":%.6g,"
-                  "\"native_bandwidth_GBps\":%.6g}",
-                  sep, f.transport.c_str(), f.alpha_us, f.bandwidth_GBps, f.native_alpha_us,
-                  f.native_bandwidth_GBps);
+      std::printf(
+          "%s\"%s\":{\"alpha_us\":%.6g,\"bandwidth_GBps\":%.6g,\"native_alpha_us\":%.6g,"
+          "\"native_bandwidth_GBps\":%.6g}",
+          sep, f.transport.c_str(), f.alpha_us, f.bandwidth_GBps, f.native_alpha_us,
+          f.native_bandwidth_GBps);
       sep = ",";
     }
     std::printf("},\"plan\":%s", comm->planner().plan_json().c_str());
@@ -150,8 +152,10 @@ int main(int argc, char** argv) {
   if (comm != nullptr) tidegate_comm_rank(comm, &rank);
   if (rank == 0) {
     const tidegate::Communicator* impl = comm != nullptr ? comm->impl.get() : nullptr;
-    if (json) print_json(config, impl);
-    else print_text(config, impl);
+    if (json)
+      print_json(config, impl);
+    else
+      print_text(config, impl);
     std::fflush(stdout);
   }
   int rc = 0;

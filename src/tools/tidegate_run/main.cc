@@ -10,9 +10,9 @@
 #include <cstdio>
 #include <memory>
 
-#include "bootstrap/tcp_store.h"
 #include "base/config.h"
 #include "base/log.h"
+#include "bootstrap/tcp_store.h"
 #include "tools/tidegate_run/rank_process.h"
 #include "tools/tidegate_run/run_options.h"
 #include "tools/tidegate_run/secret_file.h"
