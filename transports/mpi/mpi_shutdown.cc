@@ -131,6 +131,13 @@ void MpiTransport::release(Deadline deadline) {
     slots_.clear();
     if (abort_recv_ != MPI_REQUEST_NULL) MPI_Request_free(&abort_recv_);
   }
+  // A failed transport keeps its communicators: a failure leaves messages no receive will ever
+  // match (the payload behind a mismatching header, sends to a rank that stopped receiving),
+  // and MPI reuses a freed communicator's context for the next MPI_Comm_dup. Open MPI's UCX
+  // PML then delivers those stale messages to the next transport's receives, a payload with
+  // no header to check first (the conformance suite saw MPI_ERR_TRUNCATE, and a payload of
+  // the same length would be taken silently). Two handles per failed transport is the price.
+  if (!failed_.is_ok()) return;
   MPI_Comm_free(&comm_);
   MPI_Comm_free(&coll_comm_);  // deferred by MPI while a collective on it is still pending
 }
