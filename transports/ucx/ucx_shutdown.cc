@@ -73,8 +73,13 @@ Status UcxTransport::release(Deadline deadline, bool force) {
     if (eps_[peer] == nullptr) continue;
     ucp_request_param_t param{};
     param.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
-    // Flush unless the endpoint already failed (a flush to a dead peer could only time out).
-    param.flags = (force || !peer_errors_[peer].is_ok()) ? UCP_EP_CLOSE_FLAG_FORCE : 0;
+    // Flush unless the endpoint already failed (a flush to a dead peer could only time out)
+    // or nothing graceful is left (force, after a failure). But when this rank sent abort
+    // messages, flush even then: a forced close can drop a message UCX reported sent, and a
+    // peer still waiting on this rank would report the lost connection instead of the root
+    // cause (the conformance suite saw "Endpoint timeout" under load). Bounded by `deadline`.
+    const bool flush = (!force || abort_sent_) && peer_errors_[peer].is_ok();
+    param.flags = flush ? 0 : UCP_EP_CLOSE_FLAG_FORCE;
     void* request = ucp_ep_close_nbx(eps_[peer], &param);
     if (UCS_PTR_IS_PTR(request)) closing.push_back(request);
     eps_[peer] = nullptr;
