@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <chrono>
 
 #include "base/auth.h"
 #include "base/store.h"
@@ -288,9 +289,15 @@ Status TcpTransport::progress(Milliseconds max_wait, bool* activity) {
     return failed_.is_ok() ? invalid_argument("progress on a closed tcp transport") : failed_;
   if (!failed_.is_ok()) return failed_;
   int ready = wait_for_events(lock, 0);
-  if (ready == 0 && !activity_ && max_wait.count() > 0) {
-    ready = wait_for_events(lock, static_cast<int>(std::min<int64_t>(max_wait.count(), INT32_MAX)));
+  int64_t wait_ms = std::min<int64_t>(max_wait.count(), INT32_MAX);
+  if (!suspected_.is_ok()) {  // wake when a lost connection's grace ends
+    const auto left = std::chrono::ceil<Milliseconds>(suspected_until_ - Clock::now()).count();
+    wait_ms = std::clamp<int64_t>(left, 0, wait_ms);
   }
+  if (ready == 0 && !activity_ && wait_ms > 0) {
+    ready = wait_for_events(lock, static_cast<int>(wait_ms));
+  }
+  settle_suspected_failure();
   *activity = activity_;
   activity_ = false;
   return failed_;

@@ -22,8 +22,9 @@
 // Failure model: the transport fails as a whole (progress() returns the error, pending and
 // later transfers fail with it) on abort(), on an ABORT frame from a peer ("rank 2 aborted:
 // ..."), on a mismatch or protocol error, and on losing a connection to a peer that had not
-// said goodbye (PEER_FAILED "connection to rank X lost (...)"). close() sends a BYE on every
-// connection, so peers tell a goodbye from a crash; messages sent before it still arrive.
+// said goodbye (PEER_FAILED "connection to rank X lost (...)", after kAbortGraceMs in which an
+// ABORT from any peer wins). close() sends a BYE on every connection, so peers tell a goodbye
+// from a crash; messages sent before it still arrive.
 // A parked connection is not watched until its receive is posted; the peer's other
 // connections (or, with one stream, the engine's deadline) reveal a peer lost meanwhile.
 #pragma once
@@ -50,6 +51,9 @@ namespace tcp {
 
 // Eager messages a peer may have waiting for their receives before this rank stops reading.
 inline constexpr size_t kUnexpectedCapBytes = size_t{32} << 20;
+// How long a connection lost without a goodbye waits for another peer's ABORT before it is
+// reported (as the ucx transport does): the ABORT carries the root cause.
+inline constexpr int64_t kAbortGraceMs = 500;
 
 // A snapshot of one peer's connections, for tests and diagnostics.
 struct TcpPeerStats {
@@ -167,7 +171,10 @@ class TcpTransport final : public Transport, private FrameSink {
   void fail(const Status& status, bool tell_peers);
   void send_abort_frames(const Status& status);
   Status flush_all_until(Deadline deadline);
+  // A connection lost without a goodbye: suspected first, reported by
+  // settle_suspected_failure() once kAbortGraceMs passed without an ABORT from any peer.
   void handle_stream_closed(Stream& stream);
+  void settle_suspected_failure();
   size_t pending_ops(int peer) const;
   void release_connections();
 
@@ -187,6 +194,8 @@ class TcpTransport final : public Transport, private FrameSink {
   std::unordered_map<Handle, Op> ops_;
   Handle next_handle_ = 1;
   Status failed_;
+  Status suspected_;  // a lost connection, reported at suspected_until_ unless an ABORT wins
+  Clock::time_point suspected_until_;
   bool abort_sent_ = false;
   bool closed_ = false;
   bool activity_ = false;
