@@ -1,9 +1,7 @@
-// How the TCP transport ends: abort (local and from a peer), a peer that disappears, and a
-// graceful close.
+// How the TCP transport ends: a peer that disappears, and a graceful close. abort() (local,
+// from another thread, and relayed to every peer) is tests/transport_conformance's abort case.
 #include <gtest/gtest.h>
 
-#include <future>
-#include <latch>
 #include <numeric>
 
 #include "tests/transport_tcp/tcp_test_util.h"
@@ -12,64 +10,6 @@ namespace tidegate::tcp_testing {
 namespace {
 
 using Handle = Transport::Handle;
-
-// Rank 0 aborts with its own code and message while ranks 1 and 2 wait on receives: both
-// fail with that code and a message naming rank 0, and so do their later transfers.
-TEST(TcpFailureTest, AbortReachesEveryPeerWithTheCodeAndTheAbortingRank) {
-  TcpWorld world(3);
-  ASSERT_TRUE(world.all_ok());
-  std::latch receives_posted(2);
-  run_ranks(3, [&](int rank) {
-    Transport& t = world.transport(rank);
-    if (rank == 0) {
-      receives_posted.wait();
-      t.abort(Status(TIDEGATE_ERR_SYSTEM, "disk on fire"));
-      bool activity = false;
-      EXPECT_EQ(t.progress(Milliseconds(0), &activity).code(), TIDEGATE_ERR_SYSTEM);
-      return;
-    }
-    // One receive from the aborting rank, one (large) from the other survivor.
-    const int other = rank == 1 ? 2 : 1;
-    const size_t large = size_t{4} << 20;
-    std::vector<unsigned char> small_buffer(64), large_buffer(large);
-    std::vector<Handle> handles(2);
-    ASSERT_TRUE(t.irecv(0, 0, test_header(0, 0, 64), small_buffer.data(), 64, &handles[0]).is_ok());
-    ASSERT_TRUE(
-        t.irecv(other, 1, test_header(other, 0, large), large_buffer.data(), large, &handles[1])
-            .is_ok());
-    receives_posted.count_down();
-    std::vector<Status> results = wait_all(t, handles, Deadline::after_ms(kTestTimeoutMs));
-    for (const Status& result : results) {
-      EXPECT_EQ(result.code(), TIDEGATE_ERR_SYSTEM) << result.to_string();
-      EXPECT_NE(result.message().find("rank 0 aborted: disk on fire"), std::string::npos)
-          << result.message();
-    }
-    Handle later = 0;
-    Status refused = t.isend(other, 0, test_header(rank, 0, 0), nullptr, 0, &later);
-    EXPECT_EQ(refused.code(), TIDEGATE_ERR_SYSTEM) << refused.to_string();
-  });
-}
-
-// abort() from another thread interrupts a progress() that blocks for a long time.
-TEST(TcpFailureTest, AbortFromAnotherThreadEndsABlockingProgress) {
-  TcpWorld world(2);
-  ASSERT_TRUE(world.all_ok());
-  Transport& t = world.transport(0);
-  const auto start = Clock::now();
-  std::future<Status> blocked = std::async(std::launch::async, [&] {
-    bool activity = false;
-    return t.progress(Milliseconds(60000), &activity);
-  });
-  t.abort(aborted_error("stop now"));
-  ASSERT_EQ(blocked.wait_for(std::chrono::seconds(10)), std::future_status::ready);
-  EXPECT_EQ(blocked.get().code(), TIDEGATE_ERR_ABORTED);
-  EXPECT_LT(Clock::now() - start, std::chrono::seconds(10));
-  t.abort(aborted_error("again"));  // idempotent
-  Status peer = progress_until(
-      world.transport(1), [] { return false; }, Deadline::after_ms(kTestTimeoutMs));
-  EXPECT_EQ(peer.code(), TIDEGATE_ERR_ABORTED);
-  EXPECT_NE(peer.message().find("rank 0 aborted: stop now"), std::string::npos) << peer.message();
-}
 
 uint64_t total_written(const tcp::TcpPeerStats& stats) {
   return std::accumulate(stats.bytes_written.begin(), stats.bytes_written.end(), uint64_t{0});

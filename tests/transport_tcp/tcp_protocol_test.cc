@@ -195,8 +195,6 @@ TEST(TcpProtocolTest, RejectsInvalidArguments) {
             TIDEGATE_ERR_INVALID_ARGUMENT);
   EXPECT_EQ(t.irecv(1, 0, test_header(1, 0, 32), buffer.data(), 16, &h).code(),
             TIDEGATE_ERR_INVALID_ARGUMENT);
-  bool done = false;
-  EXPECT_EQ(t.test(12345, &done).code(), TIDEGATE_ERR_INVALID_ARGUMENT);
   EXPECT_STREQ(t.name(), "tcp");
   EXPECT_TRUE(t.capabilities().host_memory);
   EXPECT_FALSE(t.capabilities().cuda_memory);
