@@ -1,6 +1,6 @@
-// Allreduce (every algorithm) and reduce-scatter over ranks {1..5} x sizes {0, 1, 7, 1023,
-// 2^20+3} x dtypes x ops, in place and out of place: values against the reference and bitwise
-// identity across ranks.
+// Allreduce (every algorithm) and reduce-scatter over transports {loopback, tcp, ucx} x ranks
+// {1..5} x sizes {0, 1, 7, 1023, 2^20+3} x dtypes x ops, in place and out of place: values
+// against the reference and bitwise identity across ranks.
 #include <cstring>
 #include <tuple>
 
@@ -14,11 +14,12 @@ struct AllreduceCase {
   int ranks;
   int64_t count;
   bool in_place;
+  std::string transport = kLoopback;
 };
 
 void check_allreduce(const AllreduceCase& c, const Config& config, tidegate_dtype_t dtype,
                      tidegate_reduce_op_t op) {
-  const std::string what = c.algorithm + " " + describe(dtype, op) +
+  const std::string what = c.transport + " " + c.algorithm + " " + describe(dtype, op) +
                            " P=" + std::to_string(c.ranks) + " N=" + std::to_string(c.count);
   std::vector<Bytes> inputs;
   for (int r = 0; r < c.ranks; ++r) inputs.push_back(make_input(dtype, op, r, c.count, 17));
@@ -38,7 +39,7 @@ void check_allreduce(const AllreduceCase& c, const Config& config, tidegate_dtyp
         args.output = view(outputs[rank].data(), c.count, dtype);
         return args;
       },
-      what, c.algorithm);
+      what, c.algorithm, on(c.transport));
 
   const size_t element = dtype_size(dtype);
   ASSERT_EQ(first_difference(outputs[0], expected, element), -1) << what << ": wrong value";
@@ -52,19 +53,22 @@ class AllreduceTest : public ::testing::TestWithParam<AllreduceCase> {};
 
 TEST_P(AllreduceTest, MatchesReferenceOnEveryRank) {
   const AllreduceCase& c = GetParam();
+  TIDEGATE_REQUIRE_TRANSPORT(c.transport, c.ranks);
   const Config config = make_config({{"TIDEGATE_ALGO", "allreduce=" + c.algorithm}});
-  for (const auto& [dtype, op] : dtype_op_pairs(c.count, c.in_place)) {
+  for (const auto& [dtype, op] : matrix_pairs(c.transport, c.count, c.in_place)) {
     check_allreduce(c, config, dtype, op);
     if (::testing::Test::HasFatalFailure()) return;
   }
 }
 
-std::vector<AllreduceCase> allreduce_cases() {
+std::vector<AllreduceCase> allreduce_cases(const std::string& transport) {
   std::vector<AllreduceCase> cases;
+  if (!matrix_has(transport)) return cases;
   for (const char* algorithm : {"ring", "recursive_doubling", "rabenseifner"}) {
     for (int ranks : world_sizes()) {
       for (int64_t count : element_counts()) {
-        for (bool in_place : {false, true}) cases.push_back({algorithm, ranks, count, in_place});
+        for (bool in_place : {false, true})
+          cases.push_back({algorithm, ranks, count, in_place, transport});
       }
     }
   }
@@ -77,7 +81,7 @@ std::string case_name(const ::testing::TestParamInfo<AllreduceCase>& info) {
          (c.in_place ? "_inplace" : "_outofplace");
 }
 
-INSTANTIATE_TEST_SUITE_P(Matrix, AllreduceTest, ::testing::ValuesIn(allreduce_cases()), case_name);
+TIDEGATE_MATRIX_INSTANTIATE(AllreduceTest, allreduce_cases, case_name);
 
 // Small segments make every ring step a pipeline of many segments, and the private partial
 // buffer of a standalone reduce-scatter is reused across steps.
@@ -129,9 +133,9 @@ TEST(AllreduceIdentity, SpecialValuesGiveIdenticalBitsOnEveryRank) {
 // ---------------------------------------------------------------------------------------
 
 void check_reduce_scatter(int ranks, int64_t count, const Config& config, tidegate_dtype_t dtype,
-                          tidegate_reduce_op_t op) {
-  const std::string what = "reduce_scatter " + describe(dtype, op) + " P=" + std::to_string(ranks) +
-                           " N=" + std::to_string(count);
+                          tidegate_reduce_op_t op, const std::string& transport = kLoopback) {
+  const std::string what = transport + " reduce_scatter " + describe(dtype, op) +
+                           " P=" + std::to_string(ranks) + " N=" + std::to_string(count);
   std::vector<Bytes> inputs;
   for (int r = 0; r < ranks; ++r) inputs.push_back(make_input(dtype, op, r, count, 23));
   const Bytes expected = expected_reduction(dtype, op, inputs, count);
@@ -156,7 +160,7 @@ void check_reduce_scatter(int ranks, int64_t count, const Config& config, tidega
         args.output = view(outputs[rank].data(), lengths[rank], dtype);
         return args;
       },
-      what, "ring");
+      what, "ring", on(transport));
   for (int r = 0; r < ranks; ++r) {
     const Bytes block(expected.begin() + offsets[r] * static_cast<int64_t>(element),
                       expected.begin() + (offsets[r] + lengths[r]) * static_cast<int64_t>(element));
@@ -167,18 +171,16 @@ void check_reduce_scatter(int ranks, int64_t count, const Config& config, tidega
 class ReduceScatterTest : public ::testing::TestWithParam<SizeCase> {};
 
 TEST_P(ReduceScatterTest, EachRankGetsItsReducedBlock) {
-  const auto [ranks, count] = GetParam();
+  const auto [transport, ranks, count] = GetParam();
+  TIDEGATE_REQUIRE_TRANSPORT(transport, ranks);
   const Config config;
-  for (const auto& [dtype, op] : dtype_op_pairs(count, false)) {
-    check_reduce_scatter(ranks, count, config, dtype, op);
+  for (const auto& [dtype, op] : matrix_pairs(transport, count, false)) {
+    check_reduce_scatter(ranks, count, config, dtype, op, transport);
     if (::testing::Test::HasFatalFailure()) return;
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Matrix, ReduceScatterTest,
-                         ::testing::Combine(::testing::ValuesIn(world_sizes()),
-                                            ::testing::ValuesIn(element_counts())),
-                         size_case_name);
+TIDEGATE_MATRIX_INSTANTIATE(ReduceScatterTest, size_cases, size_case_name);
 
 TEST(ReduceScatterPipeline, ManySegmentsReuseThePartialBuffer) {
   const Config config = make_config({{"TIDEGATE_SEGMENT_BYTES", "4096"}});

@@ -1,5 +1,6 @@
 // The collectives that move data without reducing: allgather, allgatherv, broadcast, barrier
-// and alltoallv, over ranks {1..5} x sizes {0, 1, 7, 1023, 2^20+3}.
+// and alltoallv, over ranks {1..5} x sizes {0, 1, 7, 1023, 2^20+3}, the matrix also over the
+// real transports that run in threads (tcp, ucx) with fewer dtypes.
 #include <atomic>
 #include <cstring>
 #include <tuple>
@@ -17,7 +18,8 @@ std::vector<int64_t> uneven_counts(int ranks, int64_t count) {
 }
 
 void check_allgather(int ranks, const std::vector<int64_t>& counts, bool variable, bool in_place,
-                     tidegate_dtype_t dtype, const Config& config) {
+                     tidegate_dtype_t dtype, const Config& config,
+                     const std::string& transport = kLoopback) {
   const size_t element = dtype_size(dtype);
   std::vector<int64_t> displacement;
   int64_t total = 0;
@@ -25,7 +27,7 @@ void check_allgather(int ranks, const std::vector<int64_t>& counts, bool variabl
     displacement.push_back(total);
     total += c;
   }
-  const std::string what = std::string(variable ? "allgatherv " : "allgather ") +
+  const std::string what = transport + (variable ? " allgatherv " : " allgather ") +
                            dtype_name(dtype) + " P=" + std::to_string(ranks) +
                            " total=" + std::to_string(total) + (in_place ? " in place" : "");
   std::vector<Bytes> inputs;
@@ -55,7 +57,7 @@ void check_allgather(int ranks, const std::vector<int64_t>& counts, bool variabl
         if (variable) args.counts = counts;
         return args;
       },
-      what, "ring");
+      what, "ring", on(transport));
   for (int r = 0; r < ranks; ++r) {
     ASSERT_EQ(first_difference(outputs[r], expected, element), -1) << what << ": rank " << r;
   }
@@ -64,24 +66,22 @@ void check_allgather(int ranks, const std::vector<int64_t>& counts, bool variabl
 class AllgatherTest : public ::testing::TestWithParam<SizeCase> {};
 
 TEST_P(AllgatherTest, EveryRankGetsEveryBlock) {
-  const auto [ranks, count] = GetParam();
+  const auto [transport, ranks, count] = GetParam();
+  TIDEGATE_REQUIRE_TRANSPORT(transport, ranks);
   const Config config;
   const std::vector<int64_t> equal(static_cast<size_t>(ranks), count);
   for (tidegate_dtype_t dtype :
        {TIDEGATE_FLOAT32, TIDEGATE_FLOAT64, TIDEGATE_FLOAT16, TIDEGATE_UINT8}) {
     for (bool in_place : {false, true}) {
-      check_allgather(ranks, equal, false, in_place, dtype, config);
-      check_allgather(ranks, uneven_counts(ranks, count), true, in_place, dtype, config);
+      check_allgather(ranks, equal, false, in_place, dtype, config, transport);
+      check_allgather(ranks, uneven_counts(ranks, count), true, in_place, dtype, config, transport);
       if (count >= kLargeCount) break;
     }
-    if (count >= kLargeCount) break;
+    if (count >= kLargeCount || !is_loopback(transport)) break;  // real transports: f32 only
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Matrix, AllgatherTest,
-                         ::testing::Combine(::testing::ValuesIn(world_sizes()),
-                                            ::testing::ValuesIn(element_counts())),
-                         size_case_name);
+TIDEGATE_MATRIX_INSTANTIATE(AllgatherTest, size_cases, size_case_name);
 
 TEST(AllgatherPipeline, ManySegmentsStreamAroundTheRing) {
   const Config config = make_config({{"TIDEGATE_SEGMENT_BYTES", "4096"}});
@@ -95,8 +95,8 @@ TEST(AllgatherPipeline, ManySegmentsStreamAroundTheRing) {
 // ---------------------------------------------------------------------------------------
 
 void check_broadcast(int ranks, int64_t count, int root, tidegate_dtype_t dtype,
-                     const Config& config) {
-  const std::string what = std::string("broadcast ") + dtype_name(dtype) +
+                     const Config& config, const std::string& transport = kLoopback) {
+  const std::string what = transport + " broadcast " + dtype_name(dtype) +
                            " P=" + std::to_string(ranks) + " N=" + std::to_string(count) +
                            " root=" + std::to_string(root);
   const size_t bytes = static_cast<size_t>(count) * dtype_size(dtype);
@@ -113,7 +113,7 @@ void check_broadcast(int ranks, int64_t count, int root, tidegate_dtype_t dtype,
         args.input = args.output = view(tensors[rank].data(), count, dtype);
         return args;
       },
-      what, "binomial");
+      what, "binomial", on(transport));
   for (int r = 0; r < ranks; ++r) {
     ASSERT_EQ(first_difference(tensors[r], expected, 1), -1) << what << ": rank " << r;
   }
@@ -122,18 +122,17 @@ void check_broadcast(int ranks, int64_t count, int root, tidegate_dtype_t dtype,
 class BroadcastTest : public ::testing::TestWithParam<SizeCase> {};
 
 TEST_P(BroadcastTest, EveryRankGetsTheRootsTensor) {
-  const auto [ranks, count] = GetParam();
+  const auto [transport, ranks, count] = GetParam();
+  TIDEGATE_REQUIRE_TRANSPORT(transport, ranks);
   const Config config;
   for (int root = 0; root < ranks; ++root) {
-    check_broadcast(ranks, count, root, TIDEGATE_FLOAT32, config);
-    if (count < kLargeCount) check_broadcast(ranks, count, root, TIDEGATE_UINT8, config);
+    check_broadcast(ranks, count, root, TIDEGATE_FLOAT32, config, transport);
+    if (count < kLargeCount && is_loopback(transport))
+      check_broadcast(ranks, count, root, TIDEGATE_UINT8, config);
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Matrix, BroadcastTest,
-                         ::testing::Combine(::testing::ValuesIn(world_sizes()),
-                                            ::testing::ValuesIn(element_counts())),
-                         size_case_name);
+TIDEGATE_MATRIX_INSTANTIATE(BroadcastTest, size_cases, size_case_name);
 
 TEST(BroadcastPipeline, ManySegmentsStreamDownTheTree) {
   const Config config = make_config({{"TIDEGATE_SEGMENT_BYTES", "4096"}});
@@ -171,8 +170,9 @@ int64_t pair_count(int from, int to, int64_t count) {
   return count * ((from * 3 + to * 5) % 4) / 3;
 }
 
-void check_alltoallv(int ranks, int64_t count, tidegate_dtype_t dtype, const Config& config) {
-  const std::string what = std::string("alltoallv ") + dtype_name(dtype) +
+void check_alltoallv(int ranks, int64_t count, tidegate_dtype_t dtype, const Config& config,
+                     const std::string& transport = kLoopback) {
+  const std::string what = transport + " alltoallv " + dtype_name(dtype) +
                            " P=" + std::to_string(ranks) + " N=" + std::to_string(count);
   const size_t element = dtype_size(dtype);
   struct Layout {
@@ -211,7 +211,7 @@ void check_alltoallv(int ranks, int64_t count, tidegate_dtype_t dtype, const Con
         args.recv_offsets = recvs[rank].offsets;
         return args;
       },
-      what, "pairwise");
+      what, "pairwise", on(transport));
   for (int r = 0; r < ranks; ++r) {
     Bytes expected(outputs[r].size(), 0xcd);
     for (int p = 0; p < ranks; ++p) {
@@ -226,16 +226,15 @@ void check_alltoallv(int ranks, int64_t count, tidegate_dtype_t dtype, const Con
 class AlltoallvTest : public ::testing::TestWithParam<SizeCase> {};
 
 TEST_P(AlltoallvTest, EveryPairExchangesItsBlock) {
-  const auto [ranks, count] = GetParam();
+  const auto [transport, ranks, count] = GetParam();
+  TIDEGATE_REQUIRE_TRANSPORT(transport, ranks);
   const Config config;
-  check_alltoallv(ranks, count, TIDEGATE_FLOAT32, config);
-  if (count < kLargeCount) check_alltoallv(ranks, count, TIDEGATE_UINT8, config);
+  check_alltoallv(ranks, count, TIDEGATE_FLOAT32, config, transport);
+  if (count < kLargeCount && is_loopback(transport))
+    check_alltoallv(ranks, count, TIDEGATE_UINT8, config);
 }
 
-INSTANTIATE_TEST_SUITE_P(Matrix, AlltoallvTest,
-                         ::testing::Combine(::testing::ValuesIn(world_sizes()),
-                                            ::testing::ValuesIn(element_counts())),
-                         size_case_name);
+TIDEGATE_MATRIX_INSTANTIATE(AlltoallvTest, size_cases, size_case_name);
 
 }  // namespace
 }  // namespace tidegate::testing

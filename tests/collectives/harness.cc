@@ -1,6 +1,7 @@
 #include "harness.h"
 
 #include "select/size_rule.h"
+#include "transport_worlds.h"
 
 #include <gtest/gtest.h>
 
@@ -42,15 +43,22 @@ Status run_collective(const TaskContext& context, const CollectiveArgs& args, De
 
 std::vector<Status> run_ranks(int size, const Config& config, const RankBody& body,
                               const RunOptions& options) {
+  const bool loopback = options.transport == kLoopback;
   LoopbackHub hub(size, options.loopback);
-  std::vector<std::unique_ptr<Transport>> transports;
-  for (int r = 0; r < size; ++r) transports.push_back(hub.connect(r));
+  std::vector<std::unique_ptr<Transport>> owned;
+  std::vector<Transport*> transports;
+  if (loopback) {
+    for (int r = 0; r < size; ++r) owned.push_back(hub.connect(r));
+    for (const auto& t : owned) transports.push_back(t.get());
+  } else if (Status st = shared_transports(options.transport, size, &transports); !st.is_ok()) {
+    return std::vector<Status>(static_cast<size_t>(size), st);
+  }
   std::vector<Status> results(static_cast<size_t>(size));
   std::vector<std::thread> threads;
   for (int r = 0; r < size; ++r) {
     threads.emplace_back([&, r] {
       TaskContext context;
-      context.transport = transports[static_cast<size_t>(r)].get();
+      context.transport = transports[static_cast<size_t>(r)];
       context.rank = r;
       context.size = size;
       context.comm_id = 42;
@@ -62,6 +70,11 @@ std::vector<Status> run_ranks(int size, const Config& config, const RankBody& bo
     });
   }
   for (std::thread& t : threads) t.join();
+  for (const Status& st : results) {
+    if (st.is_ok() || loopback) continue;
+    drop_shared_transports(options.transport, size);  // its streams may no longer pair
+    break;
+  }
   return results;
 }
 

@@ -1,9 +1,12 @@
-// Runs collectives on N ranks as threads of this process, each driving its own loopback
-// transport (tests/support/loopback_transport.h) the way the communicator's progress thread
-// drives a real one: start the task, then advance it whenever the transport made progress.
+// Runs collectives on N ranks as threads of this process, each driving its own transport the
+// way the communicator's progress thread does: start the task, then advance it whenever the
+// transport made progress. The transport is the in-process loopback
+// (tests/support/loopback_transport.h) or a real one that runs in threads (tcp, ucx; see
+// transport_worlds.h).
 #pragma once
 
 #include <functional>
+#include <string>
 #include <vector>
 
 #include "base/config.h"
@@ -14,17 +17,22 @@
 
 namespace tidegate::testing {
 
+inline constexpr const char* kLoopback = "loopback";
+
 struct RunOptions {
   // A rank that has not finished by then fails with TIMEOUT (a hang becomes a failure).
   Milliseconds timeout{60000};
   // Like the engine: a failing rank aborts its transport, so its peers fail too instead of
   // waiting for messages that never come.
   bool abort_on_error = true;
-  LoopbackOptions loopback;
+  // "loopback", or the name of a real transport that runs in threads ("tcp", "ucx").
+  std::string transport = kLoopback;
+  LoopbackOptions loopback;  // for the loopback transport
 };
 
 // Runs body(context) on `size` threads; context.rank is the thread's rank and
-// context.transport its loopback transport. Returns every rank's status.
+// context.transport its transport. Returns every rank's status (with a real transport that
+// cannot connect here, its UNSUPPORTED or connection error on every rank).
 using RankBody = std::function<Status(const TaskContext& context)>;
 std::vector<Status> run_ranks(int size, const Config& config, const RankBody& body,
                               const RunOptions& options = {});

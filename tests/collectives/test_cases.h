@@ -1,5 +1,12 @@
-// Shared pieces of the parameterised collective tests: the matrix (ranks x sizes x dtypes x
-// ops), tensor views over test buffers, and a runner that expects every rank to succeed.
+// Shared pieces of the parameterised collective tests: the matrix (transports x ranks x sizes
+// x dtypes x ops), tensor views over test buffers, and a runner that expects every rank to
+// succeed.
+//
+// The transport axis: the in-process loopback runs every dtype and op; the real transports
+// that run as threads of one process (tcp, ucx) run the same cases with a reduced dtype/op set,
+// since what they add is the message pattern on a real wire, not the arithmetic, and the suite
+// must stay fast on two cores. Each fixture is instantiated once per transport, so test names
+// carry it: loopback/AllreduceTest..., tcp/AllreduceTest...
 #pragma once
 
 #include <gtest/gtest.h>
@@ -10,9 +17,11 @@
 #include <utility>
 #include <vector>
 
+#include "api/transport_registry.h"
 #include "collectives/collective_args.h"
 #include "harness.h"
 #include "reference.h"
+#include "transport_worlds.h"
 
 namespace tidegate::testing {
 
@@ -55,6 +64,30 @@ inline std::vector<std::pair<tidegate_dtype_t, tidegate_reduce_op_t>> dtype_op_p
   return pairs;
 }
 
+inline bool is_loopback(const std::string& transport) { return transport == kLoopback; }
+
+// Whether the matrix has cases for `transport` in this build.
+inline bool matrix_has(const std::string& transport) {
+  return is_loopback(transport) || find_transport(transport) != nullptr;
+}
+
+// dtype_op_pairs() on the loopback; on a real transport f32 sum and, unless `reduced`, a
+// 16-bit average (another element size, so other segment and block boundaries).
+inline std::vector<std::pair<tidegate_dtype_t, tidegate_reduce_op_t>> matrix_pairs(
+    const std::string& transport, int64_t count, bool reduced) {
+  if (is_loopback(transport)) return dtype_op_pairs(count, reduced);
+  if (reduced) return {{TIDEGATE_FLOAT32, TIDEGATE_SUM}};
+  return {{TIDEGATE_FLOAT32, TIDEGATE_SUM}, {TIDEGATE_BFLOAT16, TIDEGATE_AVG}};
+}
+
+// OK when `transport` can run `ranks` ranks here (connecting a real transport's shared world);
+// UNSUPPORTED when it cannot run here at all.
+inline Status transport_ready(const std::string& transport, int ranks) {
+  if (is_loopback(transport)) return Status::ok();
+  std::vector<Transport*> transports;
+  return shared_transports(transport, ranks, &transports);
+}
+
 inline TensorView view(void* data, int64_t count, tidegate_dtype_t dtype) {
   TensorView v;
   v.data = data;
@@ -90,11 +123,28 @@ inline void run_expect_ok(int ranks, const Config& config,
   }
 }
 
-using SizeCase = std::tuple<int, int64_t>;  // ranks, element count
+// Options that run on `transport`.
+inline RunOptions on(const std::string& transport) {
+  RunOptions options;
+  options.transport = transport;
+  return options;
+}
+
+using SizeCase = std::tuple<std::string, int, int64_t>;  // transport, ranks, element count
+
+// Every world size x element count on `transport` (none when the build lacks it).
+inline std::vector<SizeCase> size_cases(const std::string& transport) {
+  std::vector<SizeCase> cases;
+  if (!matrix_has(transport)) return cases;
+  for (int ranks : world_sizes()) {
+    for (int64_t count : element_counts()) cases.emplace_back(transport, ranks, count);
+  }
+  return cases;
+}
 
 inline std::string size_case_name(const ::testing::TestParamInfo<SizeCase>& info) {
-  return "P" + std::to_string(std::get<0>(info.param)) + "_N" +
-         std::to_string(std::get<1>(info.param));
+  return "P" + std::to_string(std::get<1>(info.param)) + "_N" +
+         std::to_string(std::get<2>(info.param));
 }
 
 // Element index of the first difference, or -1.
@@ -107,3 +157,19 @@ inline int64_t first_difference(const Bytes& a, const Bytes& b, size_t element_s
 }
 
 }  // namespace tidegate::testing
+
+// In a test body: skips when `transport` cannot run here (with the reason), fails when it
+// should connect `ranks` ranks and does not.
+#define TIDEGATE_REQUIRE_TRANSPORT(transport, ranks)                                          \
+  do {                                                                                        \
+    const ::tidegate::Status ready_ = ::tidegate::testing::transport_ready(transport, ranks); \
+    if (ready_.code() == TIDEGATE_ERR_UNSUPPORTED) GTEST_SKIP() << ready_.message();          \
+    ASSERT_TRUE(ready_.is_ok()) << ready_.to_string();                                        \
+  } while (0)
+
+// Instantiates `fixture` with cases(transport) for the loopback and every real transport.
+#define TIDEGATE_MATRIX_INSTANTIATE(fixture, cases, name)                                   \
+  INSTANTIATE_TEST_SUITE_P(loopback, fixture, ::testing::ValuesIn(cases(kLoopback)), name); \
+  INSTANTIATE_TEST_SUITE_P(tcp, fixture, ::testing::ValuesIn(cases("tcp")), name);          \
+  INSTANTIATE_TEST_SUITE_P(ucx, fixture, ::testing::ValuesIn(cases("ucx")), name);          \
+  GTEST_ALLOW_UNINSTANTIATED_PARAMETERIZED_TEST(fixture)
