@@ -363,6 +363,105 @@ tidegate_alltoallv(tidegate_comm_t comm, const tidegate_tensor_t* input, const i
                    const int64_t* send_offsets, const tidegate_tensor_t* output,
                    const int64_t* recv_counts, const int64_t* recv_offsets);
 
+/* ------------------------------------------------------------------------------------------ */
+/* Compressed allreduce                                                                        */
+/* ------------------------------------------------------------------------------------------ */
+
+/**
+ * How a compressed allreduce compresses. Zero-initialise it, then set what you need.
+ *
+ * codec           codec spec string (required): "fp16", "bf16", "qsgd:bits=4,bucket=512",
+ *                 "maxmin:bits=4", "terngrad", "onebit", "efsign", "signsgd",
+ *                 "topk:ratio=0.01[,mode=approx]", "randomk:ratio=0.01", "threshold:value=0.01",
+ *                 "powersgd:rank=4", or "none" (the plain dense allreduce). The README lists every
+ *                 codec and parameter.
+ * key             the tensor's key: error-feedback residuals, PowerSGD's Q and the step counter
+ *                 from which stochastic codecs draw are kept per (communicator, key). Use one key
+ *                 per gradient tensor (or bucket) and keep it across steps.
+ * error_feedback  1: what the codec leaves out is kept (per key) and added the next time, on the
+ *                 sender and, where the owner of a block re-encodes a sum, on the owner too
+ *                 (DeepSpeed's 1-bit Adam). 0: off. Biased codecs (top-k, signsgd, onebit,
+ *                 efsign, nearest rounding, PowerSGD) need it to converge.
+ * algorithm       NULL or "" for the codec's default, or one of: "allgather" (gather every
+ *                 rank's payload, decode-add in rank order; any codec but powersgd),
+ *                 "sparse_reduce_scatter" (balanced, strided regions with a density switch;
+ *                 topk, threshold, randomk), "shared_randomk" (every rank keeps the same k
+ *                 indices; randomk), "sra" (CGX's scatter-reduce-allgather; every codec but the
+ *                 sparsifiers and powersgd), "summable" (payloads summed without decoding;
+ *                 signsgd's majority vote), "powersgd" (two small allreduces; powersgd).
+ *                 Defaults: topk/threshold allgather, randomk shared_randomk, powersgd powersgd,
+ *                 signsgd summable, every other codec sra.
+ */
+typedef struct tidegate_compression {
+  const char* codec;
+  uint64_t key;
+  int error_feedback;
+  const char* algorithm;
+} tidegate_compression_t;
+
+/**
+ * output = op over ranks of input, compressed as `compression` says. op: TIDEGATE_SUM or
+ * TIDEGATE_AVG (other ops cannot be compressed: INVALID_ARGUMENT). input and output: equal count,
+ * float32, float16 or bfloat16 (accumulation is in float32; a float16/bfloat16 result is rounded
+ * once), host memory; output may be input. Every rank ends with bitwise-identical output.
+ * Every rank must pass the same codec spec, algorithm, key and error_feedback (and the same
+ * TIDEGATE_SEED): a difference is TIDEGATE_ERR_MISMATCH on every rank naming the field.
+ * Errors at the call, before anything is sent: CONFIG for a codec spec that does not parse or an
+ * unknown algorithm, UNSUPPORTED for an algorithm that cannot run the codec or device memory,
+ * INVALID_ARGUMENT for the tensors or the op. NaN or infinity in the input fails the op with
+ * INVALID_ARGUMENT naming the element, on every rank, and leaves every residual as it was.
+ * A payload from a peer that does not decode fails the op naming the peer.
+ * Results: the dense sum's, within the codec's error (exactly the decoded payloads' sum for the
+ * sparsifiers); signsgd's summable algorithm gives the majority vote (-1, 0 or +1 per element)
+ * for SUM and AVG alike.
+ */
+TIDEGATE_API tidegate_status_t tidegate_icompressed_allreduce(
+    tidegate_comm_t comm, const tidegate_tensor_t* input, const tidegate_tensor_t* output,
+    tidegate_reduce_op_t op, const tidegate_compression_t* compression,
+    tidegate_request_t* request);
+/** Blocking form of tidegate_icompressed_allreduce. */
+TIDEGATE_API tidegate_status_t tidegate_compressed_allreduce(
+    tidegate_comm_t comm, const tidegate_tensor_t* input, const tidegate_tensor_t* output,
+    tidegate_reduce_op_t op, const tidegate_compression_t* compression);
+
+/**
+ * The communicator's compression state (every key's residuals, PowerSGD's Q, top-k's thresholds
+ * and each key's step counter), for a training checkpoint. Each rank saves and loads its own:
+ * residuals differ between ranks. These calls are local (not collective) and ordered with the
+ * rank's collectives: they act after every collective posted before them has finished and
+ * before any posted after them starts; they block until then (under TIDEGATE_TIMEOUT_MS).
+ *
+ * tidegate_ef_state_save writes a buffer allocated by tidegate into *data (free it with
+ * tidegate_free) and its length into *bytes. The same state always gives the same bytes.
+ * tidegate_ef_state_load replaces the state with a saved one; the buffer is checked completely
+ * first (INVALID_ARGUMENT naming the problem, state unchanged). After a load, the next step of
+ * every key is bit for bit the step the saved run would have taken.
+ * tidegate_ef_state_reset forgets all of it.
+ * tidegate_ef_flush adds the residuals of `key` (the sender's and, for blocks this rank owns, the
+ * owner's) into `dense`, a tensor about to be sent uncompressed with `op`, and zeroes them, so
+ * that nothing is lost when a tensor stops being compressed; dense must have the key's count.
+ * Thread-safe with respect to posting.
+ */
+TIDEGATE_API tidegate_status_t tidegate_ef_state_save(tidegate_comm_t comm, void** data,
+                                                      size_t* bytes);
+TIDEGATE_API tidegate_status_t tidegate_ef_state_load(tidegate_comm_t comm, const void* data,
+                                                      size_t bytes);
+TIDEGATE_API tidegate_status_t tidegate_ef_state_reset(tidegate_comm_t comm);
+TIDEGATE_API tidegate_status_t tidegate_ef_flush(tidegate_comm_t comm, uint64_t key,
+                                                 const tidegate_tensor_t* dense,
+                                                 tidegate_reduce_op_t op);
+
+/** Frees a buffer tidegate allocated for the caller (tidegate_ef_state_save). NULL is ignored. */
+TIDEGATE_API void tidegate_free(void* data);
+
+/**
+ * Payload bytes this rank sent for a finished request's collective (headers excluded): what
+ * crossed the wire from this rank, so dense bytes over this figure is the compression ratio
+ * seen on the wire. INVALID_ARGUMENT while the request has not finished. Thread-safe.
+ */
+TIDEGATE_API tidegate_status_t tidegate_request_bytes_sent(tidegate_request_t request,
+                                                           uint64_t* bytes);
+
 /**
  * The block of a count-N tensor that rank `rank` of `size` owns in reduce-scatter:
  * the first N % size ranks get N/size + 1 elements, the others N/size. Thread-safe.

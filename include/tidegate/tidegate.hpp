@@ -123,6 +123,24 @@ class Request {
   tidegate_request_t handle_ = nullptr;
 };
 
+// How a compressed allreduce compresses (see tidegate_compression_t): the codec spec, the
+// tensor key, error feedback and, optionally, the algorithm ("" = the codec's default).
+struct Compression {
+  std::string codec;
+  uint64_t key = 0;
+  bool error_feedback = false;
+  std::string algorithm;
+
+  tidegate_compression_t c() const {
+    tidegate_compression_t options{};
+    options.codec = codec.c_str();
+    options.key = key;
+    options.error_feedback = error_feedback ? 1 : 0;
+    options.algorithm = algorithm.c_str();
+    return options;
+  }
+};
+
 class Communicator {
  public:
   // From TIDEGATE_* / launcher variables (see tidegate_comm_create_from_env).
@@ -200,6 +218,37 @@ class Communicator {
     tidegate_request_t r = nullptr;
     check(tidegate_ibarrier(comm_, &r));
     return Request(r);
+  }
+  // Compressed allreduce (tidegate_icompressed_allreduce): op SUM or AVG.
+  Request icompressed_allreduce(const tidegate_tensor_t& in, const tidegate_tensor_t& out,
+                                tidegate_reduce_op_t op, const Compression& compression) {
+    const tidegate_compression_t options = compression.c();
+    tidegate_request_t r = nullptr;
+    check(tidegate_icompressed_allreduce(comm_, &in, &out, op, &options, &r));
+    return Request(r);
+  }
+  void compressed_allreduce(const tidegate_tensor_t& in, const tidegate_tensor_t& out,
+                            tidegate_reduce_op_t op, const Compression& compression) {
+    const tidegate_compression_t options = compression.c();
+    check(tidegate_compressed_allreduce(comm_, &in, &out, op, &options));
+  }
+
+  // The compression state (tidegate_ef_state_save and friends): local, ordered with this
+  // rank's collectives.
+  std::vector<uint8_t> save_compression_state() {
+    void* data = nullptr;
+    size_t bytes = 0;
+    check(tidegate_ef_state_save(comm_, &data, &bytes));
+    std::unique_ptr<void, void (*)(void*)> owned(data, tidegate_free);
+    const auto* begin = static_cast<const uint8_t*>(data);
+    return std::vector<uint8_t>(begin, begin + bytes);
+  }
+  void load_compression_state(const std::vector<uint8_t>& state) {
+    check(tidegate_ef_state_load(comm_, state.data(), state.size()));
+  }
+  void reset_compression_state() { check(tidegate_ef_state_reset(comm_)); }
+  void flush_residuals(uint64_t key, const tidegate_tensor_t& dense, tidegate_reduce_op_t op) {
+    check(tidegate_ef_flush(comm_, key, &dense, op));
   }
 
   // Blocking conveniences on typed pointers.

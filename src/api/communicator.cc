@@ -135,6 +135,23 @@ Status Communicator::post(CollectiveArgs args, std::shared_ptr<Request>* request
   return Status::ok();
 }
 
+Status Communicator::run_local(std::function<Status(CompressionState& state)> work) {
+  CollectiveArgs args;
+  args.kind = OpKind::kInternal;
+  CompressionState* state = engine_->compression_state();
+  args.local_work = [state, work = std::move(work)]() { return work(*state); };
+  auto request = std::make_shared<Request>(std::move(args));
+  {
+    std::lock_guard<std::mutex> lock(post_mutex_);
+    if (shut_down_) return aborted_error("communicator was destroyed");
+    TG_RETURN_IF_ERROR(engine_->post(request));  // no op number: the peers never see it
+  }
+  // The engine bounds every op before this one by its deadline and then runs or fails this one,
+  // so the wait ends; waiting no less keeps `work`, which may write into the caller's memory,
+  // from running after the caller has returned.
+  return request->wait(Deadline(Clock::time_point::max()));
+}
+
 void Communicator::abort(const std::string& reason) {
   engine_->abort(aborted_error("rank " + std::to_string(rank_) + " aborted the communicator" +
                                (reason.empty() ? std::string() : ": " + reason)));

@@ -8,6 +8,7 @@
 #include <mutex>
 #include <string>
 
+#include "api/compressed_args.h"
 #include "base/auth.h"
 #include "base/config.h"
 #include "base/store.h"
@@ -53,6 +54,15 @@ class Communicator {
   // order across threads is the order they take the lock.
   Status post(CollectiveArgs args, std::shared_ptr<Request>* request);
 
+  // Runs `work` on the communicator's progress thread after every op posted before it has
+  // finished and before any op posted after it starts (a local op: no message, no op number),
+  // and waits for it (the ops before it are bounded by their deadlines). For the codec state:
+  // save, load, reset, flush. Thread-safe.
+  Status run_local(std::function<Status(CompressionState& state)> work);
+
+  // Parsed codecs of the compressed allreduce, by spec.
+  CodecCache& codecs() { return codecs_; }
+
   // Fails everything pending, tells the peers, stops. Thread-safe.
   void abort(const std::string& reason);
 
@@ -77,6 +87,7 @@ class Communicator {
   std::vector<std::unique_ptr<Transport>> transports_;
   std::unique_ptr<Planner> planner_;
   std::unique_ptr<ProgressEngine> engine_;
+  CodecCache codecs_;
   std::mutex post_mutex_;
   uint64_t next_op_seq_ = 0;      // guarded by post_mutex_
   uint64_t posted_user_ops_ = 0;  // guarded by post_mutex_

@@ -1,5 +1,6 @@
 #include "base/config.h"
 
+#include <cerrno>
 #include <cstdlib>
 #include <sstream>
 
@@ -59,6 +60,10 @@ const std::vector<ConfigEntry>& config_table() {
        "Microseconds the progress thread keeps polling the transport (yielding between polls) "
        "before it sleeps while an op waits for peers; saves a sleep and wake-up per round of small "
        "messages. 0 sleeps at once."},
+      {"TIDEGATE_SEED", "0",
+       "Job seed of the stochastic codecs (qsgd, random-k, stochastic rounding, PowerSGD's first "
+       "Q): draws are a pure function of (seed, tensor key, the key's step); every rank must use "
+       "the same."},
       {"TIDEGATE_OPS_IN_FLIGHT", "4",
        "Collectives the progress engine runs at once, each on its own transport channel (requests "
        "still complete in posting order); 1 runs them one at a time."},
@@ -234,6 +239,16 @@ Status Config::validate_and_cache() {
   TG_RETURN_IF_ERROR(parse_positive_integer(*this, "TIDEGATE_SPIN_US", 0, 100000, &spin_us_));
   TG_RETURN_IF_ERROR(
       parse_positive_integer(*this, "TIDEGATE_OPS_IN_FLIGHT", 1, 64, &ops_in_flight_));
+  {
+    const std::string& text = raw("TIDEGATE_SEED");
+    char* end = nullptr;
+    errno = 0;
+    const unsigned long long seed = std::strtoull(text.c_str(), &end, 0);
+    if (text.empty() || *end != '\0' || errno != 0 || text[0] == '-') {
+      return config_error("TIDEGATE_SEED='" + text + "' is not an unsigned 64-bit integer");
+    }
+    codec_seed_ = seed;
+  }
   TG_RETURN_IF_ERROR(
       parse_size_variable(*this, "TIDEGATE_ALLREDUCE_RD_MAX_BYTES", 0, &rd_max_bytes_));
   TG_RETURN_IF_ERROR(

@@ -53,6 +53,7 @@ class Config {
   double replan_margin() const { return replan_margin_; }
   int64_t spin_us() const { return spin_us_; }
   int64_t ops_in_flight() const { return ops_in_flight_; }
+  uint64_t codec_seed() const { return codec_seed_; }
 
   // Variables set by job launchers (Open MPI, PMI, Slurm), captured by from_environment() so
   // that rank discovery needs no getenv of its own: "" when unset or not a launcher variable.
@@ -80,6 +81,7 @@ class Config {
   double replan_margin_ = 0.25;
   int64_t spin_us_ = 100;
   int64_t ops_in_flight_ = 4;
+  uint64_t codec_seed_ = 0;
   std::map<std::string, std::string> forced_algorithms_;
 };
 

@@ -30,6 +30,14 @@ std::string op_text(uint8_t op) {
                                 : "op#" + std::to_string(op);
 }
 
+// What the aux field means for this op, for mismatch messages.
+const char* aux_field(const WireHeader& h) {
+  if (h.op_kind == OpKind::kBroadcast) return "root";
+  if (h.op_kind == OpKind::kAllgatherv) return "counts";
+  if (h.codec_id != 0) return "algorithm";
+  return "aux";
+}
+
 }  // namespace
 
 void encode_wire_header(const WireHeader& h, unsigned char out[kWireHeaderBytes]) {
@@ -50,6 +58,7 @@ void encode_wire_header(const WireHeader& h, unsigned char out[kWireHeaderBytes]
   put<uint32_t>(p, h.codec_config_hash);
   put<uint64_t>(p, h.payload_bytes);
   put<uint32_t>(p, h.sender_rank);
+  put<uint32_t>(p, h.key_hash);
 }
 
 WireHeader decode_wire_header(const unsigned char in[kWireHeaderBytes]) {
@@ -70,6 +79,7 @@ WireHeader decode_wire_header(const unsigned char in[kWireHeaderBytes]) {
   h.codec_config_hash = get<uint32_t>(p);
   h.payload_bytes = get<uint64_t>(p);
   h.sender_rank = get<uint32_t>(p);
+  h.key_hash = get<uint32_t>(p);
   return h;
 }
 
@@ -79,8 +89,9 @@ std::string describe_op(const WireHeader& h) {
   if (h.op_kind == OpKind::kAllreduce || h.op_kind == OpKind::kReduceScatter) {
     text += " " + op_text(h.reduce_op);
   }
-  text += ", count " + std::to_string(h.count) + ")";
-  return text;
+  text += ", count " + std::to_string(h.count);
+  if (h.codec_id != 0) text += ", codec #" + std::to_string(h.codec_id);
+  return text + ")";
 }
 
 Status check_wire_header(const WireHeader& expected, const WireHeader& received, int my_rank,
@@ -125,13 +136,22 @@ Status check_wire_header(const WireHeader& expected, const WireHeader& received,
     return mismatch("reduce op", op_text(expected.reduce_op), op_text(received.reduce_op));
   if (received.count != expected.count)
     return mismatch("count", std::to_string(expected.count), std::to_string(received.count));
-  if (received.aux != expected.aux)
-    return mismatch("root/aux", std::to_string(expected.aux), std::to_string(received.aux));
   if (received.codec_id != expected.codec_id)
     return mismatch("codec", std::to_string(expected.codec_id), std::to_string(received.codec_id));
   if (received.codec_config_hash != expected.codec_config_hash)
     return mismatch("codec config", std::to_string(expected.codec_config_hash),
                     std::to_string(received.codec_config_hash));
+  if (received.aux != expected.aux)
+    return mismatch(aux_field(expected), std::to_string(expected.aux),
+                    std::to_string(received.aux));
+  if (received.key_hash != expected.key_hash)
+    return mismatch("tensor key", std::to_string(expected.key_hash),
+                    std::to_string(received.key_hash));
+  const uint16_t ef_differs = (received.flags ^ expected.flags) & kWireFlagErrorFeedback;
+  if (ef_differs != 0) {
+    auto on_off = [](uint16_t flags) { return (flags & kWireFlagErrorFeedback) ? "on" : "off"; };
+    return mismatch("error feedback", on_off(expected.flags), on_off(received.flags));
+  }
   if (received.chunk != expected.chunk)
     return mismatch("chunk", std::to_string(expected.chunk), std::to_string(received.chunk));
   if (received.flags != expected.flags)

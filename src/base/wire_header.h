@@ -15,7 +15,7 @@
 namespace tidegate {
 
 inline constexpr uint32_t kWireMagic = 0x31574754;  // "TGW1" little-endian
-inline constexpr uint16_t kWireVersion = 1;
+inline constexpr uint16_t kWireVersion = 2;         // 2: key_hash, error-feedback flag
 inline constexpr size_t kWireHeaderBytes = 64;
 
 // WireHeader::flags bits.
@@ -24,6 +24,8 @@ inline constexpr size_t kWireHeaderBytes = 64;
 // bound, the most the receive takes. A message longer than the bound is refused before any
 // payload byte is stored.
 inline constexpr uint16_t kWireFlagBoundedPayload = 1u << 0;
+// A compressed op with error feedback on (part of the op's identity: ranks must agree).
+inline constexpr uint16_t kWireFlagErrorFeedback = 1u << 1;
 
 struct WireHeader {
   uint32_t magic = kWireMagic;
@@ -41,6 +43,7 @@ struct WireHeader {
   uint32_t codec_config_hash = 0;
   uint64_t payload_bytes = 0;  // exact length, or the bound (kWireFlagBoundedPayload)
   uint32_t sender_rank = 0;
+  uint32_t key_hash = 0;  // compressed ops: hash of (tensor key, the key's step); else 0
 
   bool bounded_payload() const { return (flags & kWireFlagBoundedPayload) != 0; }
 };

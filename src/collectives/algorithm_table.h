@@ -15,6 +15,7 @@
 #include "base/status.h"
 #include "collectives/algorithms.h"
 #include "collectives/cost_terms.h"
+#include "compress/codec.h"
 
 namespace tidegate {
 
@@ -33,22 +34,42 @@ enum AlgorithmFlag : uint32_t {
 // (e.g. a reduction whose local throughput is unknown).
 using CostFormula = double (*)(const CostTerms& terms, double bytes, int64_t ranks);
 
+// For algorithms that take a codec: whether this one can run `codec`.
+using CodecFilter = bool (*)(const Codec& codec);
+
 struct AlgorithmRow {
   OpKind collective = OpKind::kAllreduce;
   const char* name = "";  // as in TIDEGATE_ALGO, TIDEGATE_TUNE and bench output
   uint32_t flags = 0;     // AlgorithmFlag bits
   AlgorithmFactory make = nullptr;
   CostFormula cost = nullptr;
+  CodecFilter takes = nullptr;  // kAlgorithmTakesCodec rows only
 
   bool native() const { return (flags & kAlgorithmNative) != 0; }
   bool host_only() const { return (flags & kAlgorithmHostOnly) != 0; }
+  bool compressed() const { return (flags & kAlgorithmTakesCodec) != 0; }
+  // Whether the row can run an op with this codec (nullptr: a dense op).
+  bool runs(const Codec* codec) const {
+    return codec == nullptr ? !compressed() : compressed() && takes != nullptr && takes(*codec);
+  }
 };
 
 // Every row, grouped by collective, in table order (the order that breaks ties in the plan).
 const std::vector<AlgorithmRow>& algorithm_table();
 
-// The rows of one collective, in table order.
+// The rows of one collective, in table order (dense and compressed alike; AlgorithmRow::runs
+// tells which can run an op).
 std::vector<const AlgorithmRow*> algorithms_for(OpKind kind);
+
+// The compressed allreduce `codec` runs with when the caller names none: topk and threshold
+// gather their payloads, randomk reduces its shared-index values, powersgd its factors, signsgd
+// sums its votes, every other codec scatter-reduces-allgathers (CGX). Never nullptr.
+const AlgorithmRow* default_compressed_algorithm(const Codec& codec);
+
+// The row of a compressed allreduce: compression.algorithm when it names one (CONFIG error when
+// no allreduce algorithm has that name or it takes no codec, UNSUPPORTED when it cannot run the
+// codec, each naming the algorithms that can), else the codec's default.
+Status compressed_algorithm(const CompressionArgs& compression, const AlgorithmRow** row);
 
 // The row of (kind, name), or nullptr.
 const AlgorithmRow* find_algorithm(OpKind kind, std::string_view name);

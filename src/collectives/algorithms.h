@@ -32,6 +32,25 @@ double allreduce_rabenseifner_cost_us(const CostTerms& terms, double bytes, int6
 Status make_allreduce_native(const TaskContext& context, const CollectiveArgs& args,
                              std::unique_ptr<CollectiveTask>* task);
 double allreduce_native_cost_us(const CostTerms& terms, double bytes, int64_t ranks);
+// compressed/ (allreduce with a codec)
+Status make_allreduce_payload_allgather(const TaskContext& context, const CollectiveArgs& args,
+                                        std::unique_ptr<CollectiveTask>* task);
+double allreduce_payload_allgather_cost_us(const CostTerms& terms, double bytes, int64_t ranks);
+Status make_allreduce_sparse_reduce_scatter(const TaskContext& context, const CollectiveArgs& args,
+                                            std::unique_ptr<CollectiveTask>* task);
+double allreduce_sparse_reduce_scatter_cost_us(const CostTerms& terms, double bytes, int64_t ranks);
+Status make_allreduce_shared_randomk(const TaskContext& context, const CollectiveArgs& args,
+                                     std::unique_ptr<CollectiveTask>* task);
+double allreduce_shared_randomk_cost_us(const CostTerms& terms, double bytes, int64_t ranks);
+Status make_allreduce_sra(const TaskContext& context, const CollectiveArgs& args,
+                          std::unique_ptr<CollectiveTask>* task);
+double allreduce_sra_cost_us(const CostTerms& terms, double bytes, int64_t ranks);
+Status make_allreduce_summable(const TaskContext& context, const CollectiveArgs& args,
+                               std::unique_ptr<CollectiveTask>* task);
+double allreduce_summable_cost_us(const CostTerms& terms, double bytes, int64_t ranks);
+Status make_allreduce_powersgd(const TaskContext& context, const CollectiveArgs& args,
+                               std::unique_ptr<CollectiveTask>* task);
+double allreduce_powersgd_cost_us(const CostTerms& terms, double bytes, int64_t ranks);
 // reduce_scatter/
 Status make_reduce_scatter_ring(const TaskContext& context, const CollectiveArgs& args,
                                 std::unique_ptr<CollectiveTask>* task);

@@ -3,12 +3,31 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
+#include "base/status.h"
 #include "base/types.h"
 
 namespace tidegate {
+
+class Codec;
+
+// A compressed allreduce's own arguments (codec == nullptr: a dense op).
+struct CompressionArgs {
+  std::shared_ptr<const Codec> codec;  // parsed at the API edge: a bad spec never gets here
+  uint64_t key = 0;                    // tensor key: error feedback and codec state are per key
+  bool error_feedback = false;
+  std::string algorithm;  // a row of the algorithm table that takes a codec; "" = the default
+  // The key's step: how many compressed ops of this key the communicator ran before this one
+  // (assigned by the engine in posting order). Stochastic codecs draw from (seed, key, step), so
+  // a restored checkpoint (which carries the steps) repeats the next step bit for bit.
+  uint64_t step = 0;
+
+  bool enabled() const { return codec != nullptr; }
+};
 
 struct CollectiveArgs {
   OpKind kind = OpKind::kAllreduce;
@@ -30,6 +49,18 @@ struct CollectiveArgs {
   // Internal: the engine's own re-planning agreement (an allreduce of the planner's
   // measured/predicted statistics; the engine supplies the buffers when it starts the op).
   bool replan_round = false;
+
+  // Compressed allreduce (kind kAllreduce with a codec).
+  CompressionArgs compression;
+  // Internal: a suballreduce inside a compressed algorithm (PowerSGD's P and Q, shared-index
+  // random-k's values) carries its step number here, so its messages differ from its parent's
+  // and from each other's (the aux field of its header).
+  int32_t sub_step = 0;
+
+  // A local op (no message, no op_seq): work on the communicator's progress thread that must
+  // happen after every op posted before it and before every op posted after it (saving or
+  // loading error-feedback state). Its Status is the request's.
+  std::function<Status()> local_work;
 };
 
 }  // namespace tidegate

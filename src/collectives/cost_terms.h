@@ -21,6 +21,11 @@ struct CostTerms {
   // The cheapest of tidegate's own algorithms of the same collective on the same transport
   // (< 0 when none can be priced): what an unmeasured native collective is assumed to be.
   double own_best = -1;
+  // Compressed algorithms: the codec's payload bytes per dense byte (top-k 1%: about 0.018),
+  // and its encode and decode(-add) time per dense byte.
+  double payload_ratio = 1;
+  double encode = 0;
+  double decode = 0;
 };
 
 namespace cost {

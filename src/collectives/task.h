@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -15,6 +16,16 @@
 
 namespace tidegate {
 
+class CollectiveTask;
+class CompressionState;
+struct TaskContext;
+
+// Builds the task of a dense allreduce that a compressed algorithm runs inside itself
+// (PowerSGD's P and Q, shared-index random-k's values): the engine supplies one that picks the
+// plan's algorithm for that size on the calling task's transport and channel.
+using SubAllreduceFactory = std::function<Status(
+    const TaskContext& context, const CollectiveArgs& args, std::unique_ptr<CollectiveTask>* task)>;
+
 // What every task of one communicator shares.
 struct TaskContext {
   Transport* transport = nullptr;
@@ -23,6 +34,14 @@ struct TaskContext {
   uint64_t comm_id = 0;
   const Config* config = nullptr;
   uint32_t channel = 0;  // transport channel this task's messages use
+  // The communicator's codec state (error feedback, PowerSGD's Q, top-k thresholds); needed by
+  // compressed algorithms only (nullptr elsewhere).
+  CompressionState* compression = nullptr;
+  // Empty: suballreduces run the ring.
+  SubAllreduceFactory sub_allreduce;
+  // When set, every payload byte this task sends is counted here (the op's bytes on the wire,
+  // which tidegate_request_bytes_sent reports).
+  uint64_t* bytes_sent = nullptr;
 };
 
 class CollectiveTask {
@@ -40,6 +59,11 @@ class CollectiveTask {
 
   // Algorithm name for logs and benchmarks ("ring", "recursive_doubling", ...).
   virtual const char* algorithm() const = 0;
+
+  // True while the task has local work left that no message is needed for (encoding the next
+  // pieces of a pipeline): the engine then calls advance() again at once instead of waiting for
+  // the wire.
+  virtual bool has_local_work() const { return false; }
 };
 
 }  // namespace tidegate

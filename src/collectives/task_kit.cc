@@ -2,22 +2,35 @@
 
 #include <cstring>
 
+#include "compress/codec.h"
+
 namespace tidegate {
 
 namespace {
 
-// FNV-1a over the per-rank counts of an allgatherv: ranks that pass different count arrays
-// with the same total still disagree on the header's aux field at the first message.
-int32_t hash_counts(const std::vector<int64_t>& counts) {
-  uint32_t hash = 2166136261u;
-  for (int64_t count : counts) {
-    uint64_t value = static_cast<uint64_t>(count);
+// FNV-1a over 64-bit words.
+uint32_t fnv1a(std::initializer_list<uint64_t> words, uint32_t hash = 2166136261u) {
+  for (uint64_t value : words) {
     for (int byte = 0; byte < 8; ++byte) {
       hash ^= static_cast<uint32_t>(value & 0xffu);
       hash *= 16777619u;
       value >>= 8;
     }
   }
+  return hash;
+}
+
+// The per-rank counts of an allgatherv: ranks that pass different count arrays with the same
+// total still disagree on the header's aux field at the first message.
+int32_t hash_counts(const std::vector<int64_t>& counts) {
+  uint32_t hash = 2166136261u;
+  for (int64_t count : counts) hash = fnv1a({static_cast<uint64_t>(count)}, hash);
+  return static_cast<int32_t>(hash);
+}
+
+int32_t hash_text(const std::string& text) {
+  uint32_t hash = 2166136261u;
+  for (unsigned char c : text) hash = (hash ^ c) * 16777619u;
   return static_cast<int32_t>(hash);
 }
 
@@ -56,6 +69,7 @@ WireHeader op_identity(const TaskContext& context, const CollectiveArgs& args) {
     case OpKind::kReduceScatter:
       h.dtype = static_cast<uint8_t>(args.input.dtype);
       h.reduce_op = static_cast<uint8_t>(args.reduce_op);
+      h.aux = args.sub_step;
       break;
     case OpKind::kBroadcast:
       h.dtype = static_cast<uint8_t>(args.output.dtype);
@@ -72,6 +86,19 @@ WireHeader op_identity(const TaskContext& context, const CollectiveArgs& args) {
     case OpKind::kBarrier:
     case OpKind::kInternal:
       break;
+  }
+  const CompressionArgs& compression = args.compression;
+  if (compression.enabled()) {
+    // Ranks must agree on the codec and its settings, the algorithm, the tensor key and its
+    // step, and error feedback: each has its own field, so a disagreement is named.
+    h.codec_id = static_cast<uint8_t>(compression.codec->id());
+    // The job seed belongs to the settings: ranks drawing from different seeds would not
+    // agree on shared draws (random-k's indices, PowerSGD's first Q).
+    const uint64_t seed = context.config != nullptr ? context.config->codec_seed() : 0;
+    h.codec_config_hash = compression.codec->config_hash() ^ fnv1a({seed});
+    h.aux = hash_text(compression.algorithm);
+    h.key_hash = fnv1a({compression.key, compression.step});
+    if (compression.error_feedback) h.flags |= kWireFlagErrorFeedback;
   }
   return h;
 }
@@ -95,8 +122,23 @@ Status Messenger::recv(int peer, uint64_t chunk, void* data, uint64_t bytes,
   return recv_header(peer, header(peer, chunk, bytes), data, handle);
 }
 
+Status Messenger::send_bounded(int peer, uint64_t chunk, const void* data, uint64_t bytes,
+                               Transport::Handle* handle) {
+  WireHeader h = header(context_.rank, chunk, bytes);
+  h.flags |= kWireFlagBoundedPayload;
+  return send_header(peer, h, data, handle);
+}
+
+Status Messenger::recv_bounded(int peer, uint64_t chunk, void* data, uint64_t bound,
+                               Transport::Handle* handle) {
+  WireHeader h = header(peer, chunk, bound);
+  h.flags |= kWireFlagBoundedPayload;
+  return recv_header(peer, h, data, handle);
+}
+
 Status Messenger::send_header(int peer, const WireHeader& h, const void* data,
                               Transport::Handle* handle) {
+  if (context_.bytes_sent != nullptr) *context_.bytes_sent += h.payload_bytes;
   TG_RETURN_IF_ERROR(context_.transport->isend(peer, context_.channel, h, data,
                                                static_cast<size_t>(h.payload_bytes), handle));
   return Status::ok();
@@ -109,13 +151,13 @@ Status Messenger::recv_header(int peer, const WireHeader& expected, void* data,
   return Status::ok();
 }
 
-Status Messenger::test(Transport::Handle* handle, bool* done) {
+Status Messenger::test(Transport::Handle* handle, bool* done, size_t* payload_bytes) {
   if (*handle == 0) {
     *done = true;
     return Status::ok();
   }
   bool finished = false;
-  TG_RETURN_IF_ERROR(context_.transport->test(*handle, &finished));
+  TG_RETURN_IF_ERROR(context_.transport->test(*handle, &finished, payload_bytes));
   if (finished) *handle = 0;
   *done = finished;
   return Status::ok();

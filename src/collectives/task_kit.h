@@ -49,14 +49,24 @@ class Messenger {
   // `bytes` bytes (so a count mismatch fails before any byte lands).
   Status recv(int peer, uint64_t chunk, void* data, uint64_t bytes, Transport::Handle* handle);
 
+  // Variable-length messages (sparse and compressed payloads, kWireFlagBoundedPayload): a send
+  // carries its own length; a receive takes at most `bound` bytes into `data` and learns the
+  // length from test(). A sender over the bound fails the receive (and the transport) with a
+  // PROTOCOL error naming both lengths.
+  Status send_bounded(int peer, uint64_t chunk, const void* data, uint64_t bytes,
+                      Transport::Handle* handle);
+  Status recv_bounded(int peer, uint64_t chunk, void* data, uint64_t bound,
+                      Transport::Handle* handle);
+
   // As above with a header the caller adjusted (alltoallv carries per-pair counts).
   Status send_header(int peer, const WireHeader& header, const void* data,
                      Transport::Handle* handle);
   Status recv_header(int peer, const WireHeader& expected, void* data, Transport::Handle* handle);
 
   // Tests one transfer. A handle of 0 means nothing is pending and reads as done; a finished
-  // transfer's handle is reset to 0, so testing it again is harmless.
-  Status test(Transport::Handle* handle, bool* done);
+  // transfer's handle is reset to 0, so testing it again is harmless. `payload_bytes` (may be
+  // null) receives the finished transfer's length.
+  Status test(Transport::Handle* handle, bool* done, size_t* payload_bytes = nullptr);
 
   const TaskContext& context() const { return context_; }
   const WireHeader& op() const { return op_; }

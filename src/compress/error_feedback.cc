@@ -166,6 +166,27 @@ Status ResidualStore::encode_with_feedback(const Codec& codec, uint64_t key,
   return Status::ok();
 }
 
+Status ResidualStore::float_residual(uint64_t key, int64_t count, float** residual) {
+  TG_CHECK_ARG(count >= 0, key_text(key) + ": negative count");
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto it = entries_.find(key);
+  if (it == entries_.end()) {
+    auto made = std::make_unique<Entry>();
+    made->count = count;
+    made->f.assign(static_cast<size_t>(count), 0.0f);
+    it = entries_.emplace(key, std::move(made)).first;
+  }
+  Entry& entry = *it->second;
+  if (entry.count != count || entry.wide) {
+    return invalid_argument(key_text(key) + ": the residual holds " + std::to_string(entry.count) +
+                            (entry.wide ? " float64" : " float32") + " values but the tensor has " +
+                            std::to_string(count) +
+                            " elements (reset the key when a tensor changes shape)");
+  }
+  *residual = entry.f.data();
+  return Status::ok();
+}
+
 Status ResidualStore::flush(uint64_t key, const TensorView& dense) {
   Entry* entry = find(key);
   if (entry == nullptr) return Status::ok();

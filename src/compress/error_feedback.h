@@ -47,6 +47,14 @@ class ResidualStore {
                               const EncodeContext& context, uint8_t* out, size_t capacity,
                               size_t* written);
 
+  // Direct access to the float32 residual of `key` (a tensor of `count` elements), for the
+  // compressed collectives, which fuse the error-feedback arithmetic into their own passes over
+  // slices of a tensor (a chunk, a segment): the residual is kept for the whole tensor, so it
+  // does not depend on how a collective cuts it. The first call for a key makes a zero
+  // residual. INVALID_ARGUMENT when the key's residual has another count or is float64.
+  // The pointer stays valid until the key is reset or the store loaded, reset or destroyed.
+  Status float_residual(uint64_t key, int64_t count, float** residual);
+
   // Adds the residual of key into `dense` (a tensor about to be sent uncompressed, so nothing is
   // lost) and sets the residual to zero. No residual for key: nothing to do.
   Status flush(uint64_t key, const TensorView& dense);

@@ -140,8 +140,14 @@ void ProgressEngine::admit_ops() {
     {
       std::lock_guard<std::mutex> lock(mutex_);
       if (queue_.empty()) return;
+      // A local op waits for every op before it, and runs before any op after it.
+      if (queue_.front()->args().local_work && !active_.empty()) return;
       request = std::move(queue_.front());
       queue_.pop_front();
+    }
+    if (request->args().local_work) {
+      request->complete(request->args().local_work());
+      continue;
     }
     for (ActiveOp& other : active_) other.ran_alone = false;
     active_.emplace_back();
@@ -162,6 +168,12 @@ Status ProgressEngine::add_phase(ActiveOp& op, Transport* transport,
   OpPhase phase;
   phase.context = context_;
   phase.context.transport = transport;
+  phase.context.compression = &compression_;
+  phase.context.bytes_sent = &op.bytes_sent;
+  phase.context.sub_allreduce = [this](const TaskContext& context, const CollectiveArgs& args,
+                                       std::unique_ptr<CollectiveTask>* task) {
+    return make_sub_allreduce_task(context, args, task);
+  };
   const uint32_t slot = static_cast<uint32_t>(op.args.op_seq % static_cast<uint64_t>(window_));
   const uint32_t channels = transport->capabilities().channels;
   phase.context.channel = channels == 0 ? slot : slot % channels;
@@ -173,9 +185,18 @@ Status ProgressEngine::add_phase(ActiveOp& op, Transport* transport,
 
 Status ProgressEngine::plan_op(ActiveOp& op) {
   op.args = op.request->args();
+  CompressionArgs& compression = op.args.compression;
+  if (compression.enabled()) {
+    // In posting order, so every rank gives the key the same step.
+    compression.step = compression_.next_step(compression.key);
+  }
   if (planner_ == nullptr) {
     const AlgorithmRow* row = nullptr;
     TG_RETURN_IF_ERROR(fixed_algorithm(*context_.config, op.args, &row));
+    if (compression.enabled()) {
+      compression.algorithm = row->name;  // part of the op's identity on the wire
+      TG_RETURN_IF_ERROR(add_phase(op, transports_.front(), identity_check_algorithm()));
+    }
     return add_phase(op, transports_.front(), *row);
   }
   if (op.args.replan_round) {
@@ -186,6 +207,14 @@ Status ProgressEngine::plan_op(ActiveOp& op) {
   }
   TG_RETURN_IF_ERROR(planner_->choose(op.args, &op.decision));
   Transport* chosen = transports_[static_cast<size_t>(op.decision.transport_index)];
+  if (compression.enabled()) {
+    // Compressed algorithms start in different shapes (an all-to-all, a ring, a suballreduce),
+    // so ranks that disagree on the codec or the algorithm might not exchange a first message:
+    // every compressed op checks its identity first, which names the disagreement.
+    compression.algorithm = op.decision.algorithm->name;
+    TG_RETURN_IF_ERROR(add_phase(op, transports_.front(), identity_check_algorithm()));
+    return add_phase(op, chosen, *op.decision.algorithm);
+  }
   // Ranks whose op arguments differ (a count mismatch) may plan different transports or a
   // native collective, whose messages never meet the others': nothing would then compare their
   // headers and the op would hang until the deadline. So such an op first checks its identity
@@ -259,9 +288,30 @@ void ProgressEngine::on_op_finished(ActiveOp& op) {
 void ProgressEngine::complete_in_order() {
   while (!active_.empty() && active_.front().finished) {
     std::shared_ptr<Request> request = std::move(active_.front().request);
+    request->set_bytes_sent(active_.front().bytes_sent);
     active_.pop_front();
     request->complete(Status::ok());
   }
+}
+
+Status ProgressEngine::make_sub_allreduce_task(const TaskContext& context,
+                                               const CollectiveArgs& args,
+                                               std::unique_ptr<CollectiveTask>* task) const {
+  const AlgorithmRow* row =
+      planner_ != nullptr ? planner_->own_algorithm_on(args, transport_index(context.transport))
+                          : nullptr;
+  if (row == nullptr) TG_RETURN_IF_ERROR(fixed_algorithm(*context_.config, args, &row));
+  if (row->native()) row = find_algorithm(OpKind::kAllreduce, "ring");
+  return make_algorithm_task(context, args, *row, task);
+}
+
+bool ProgressEngine::any_local_work() const {
+  for (const ActiveOp& op : active_) {
+    if (op.finished) continue;
+    const OpPhase& phase = op.phases[op.current];
+    if (phase.started && phase.task && phase.task->has_local_work()) return true;
+  }
+  return false;
 }
 
 Status ProgressEngine::check_deadlines(Clock::time_point now) {
@@ -308,7 +358,7 @@ Status ProgressEngine::poll_transports(const std::vector<size_t>& indexes, Milli
 // trip) per message round, which on a busy host doubled the time of a 1 KiB allreduce. Yielding
 // between polls leaves the CPU to a peer rank that shares it. With phases on several
 // transports, the block is shared between them so that each is looked at promptly.
-Status ProgressEngine::wait_on_wire() {
+Status ProgressEngine::wait_on_wire(bool poll_only) {
   std::fill(transport_activity_.begin(), transport_activity_.end(), false);
   std::vector<size_t> running;
   for (ActiveOp& op : active_) {
@@ -320,6 +370,7 @@ Status ProgressEngine::wait_on_wire() {
   if (running.empty()) return Status::ok();
   bool any = false;
   TG_RETURN_IF_ERROR(poll_transports(running, Milliseconds(0), &any));
+  if (poll_only) return Status::ok();  // a task has work of its own to go on with
   const auto spin_until = Clock::now() + std::chrono::microseconds(spin_us_);
   while (!any && Clock::now() < spin_until) {
     std::this_thread::yield();
@@ -368,7 +419,7 @@ void ProgressEngine::run() {
     complete_in_order();
     if (active_.empty()) continue;
     Status st = check_deadlines(Clock::now());
-    if (st.is_ok() && !moved) st = wait_on_wire();
+    if (st.is_ok() && !moved) st = wait_on_wire(any_local_work());
     if (!st.is_ok()) fail_and_tell_peers(st);
   }
 }

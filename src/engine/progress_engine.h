@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "base/transport.h"
+#include "collectives/compressed/compression_state.h"
 #include "collectives/task.h"
 #include "engine/active_op.h"
 #include "engine/request.h"
@@ -60,10 +61,20 @@ class ProgressEngine {
   // Ops that may be in flight at once (TIDEGATE_OPS_IN_FLIGHT).
   int window() const { return window_; }
 
+  // The communicator's codec state. Touch it only from the progress thread: in a local op
+  // (CollectiveArgs::local_work), which runs there between the ops posted before and after it.
+  CompressionState* compression_state() { return &compression_; }
+
  private:
   void run();
-  // Moves queued ops into the window while it has room (progress thread).
+  // Moves queued ops into the window while it has room (progress thread). A local op runs here,
+  // once the window is empty.
   void admit_ops();
+  // The dense allreduce inside a compressed op (SubAllreduceFactory): the plan's own algorithm
+  // for its size on the calling task's transport.
+  Status make_sub_allreduce_task(const TaskContext& context, const CollectiveArgs& args,
+                                 std::unique_ptr<CollectiveTask>* task) const;
+  bool any_local_work() const;
   // Builds an admitted op's phases on the transport and algorithm chosen for it.
   Status plan_op(ActiveOp& op);
   Status add_phase(ActiveOp& op, Transport* transport, const AlgorithmRow& algorithm);
@@ -86,7 +97,7 @@ class ProgressEngine {
   Status progress_idle();
   // Drives the transports of the running phases until something moved or kMaxBlock passed;
   // records which transports moved in transport_activity_.
-  Status wait_on_wire();
+  Status wait_on_wire(bool poll_only);
   Status poll_transports(const std::vector<size_t>& indexes, Milliseconds wait, bool* any);
   size_t transport_index(const Transport* transport) const;
 
@@ -104,6 +115,7 @@ class ProgressEngine {
   Status pending_abort_;                        // guarded by mutex_; applied by the thread
 
   // Owned by the progress thread.
+  CompressionState compression_;
   std::deque<ActiveOp> active_;           // the window, in posting order
   std::vector<bool> transport_activity_;  // per transport: moved in the last wait_on_wire()
 

@@ -4,6 +4,7 @@
 // PyTorch backend's Work::getFuture) runs once when the request finishes.
 #pragma once
 
+#include <atomic>
 #include <condition_variable>
 #include <functional>
 #include <mutex>
@@ -41,6 +42,10 @@ class Request {
   // Thread-safe.
   void on_complete(Callback callback);
 
+  // Payload bytes this rank sent for the op (set by the engine before it completes the op).
+  void set_bytes_sent(uint64_t bytes) { bytes_sent_.store(bytes); }
+  uint64_t bytes_sent() const { return bytes_sent_.load(); }
+
  private:
   const CollectiveArgs args_;
   mutable std::mutex mutex_;
@@ -49,6 +54,7 @@ class Request {
   bool done_ = false;       // finished and every callback has run
   Status status_;
   std::vector<Callback> callbacks_;  // guarded by mutex_; emptied when they run
+  std::atomic<uint64_t> bytes_sent_{0};
 };
 
 }  // namespace tidegate

@@ -120,6 +120,7 @@ Cell make_cell(const PlanInputs& in, OpKind kind, tidegate_memory_t memory) {
     if (!takes) continue;
     // A native row is a candidate only where the transport's capabilities offer it.
     for (const AlgorithmRow* row : algorithms_for(kind)) {
+      if (row->compressed()) continue;  // dense ops only (codecs are chosen by the caller)
       if (row->native() && !offers_native(kind, offer.capabilities)) continue;
       cell.candidates.push_back(
           {offer.name, static_cast<int>(t), row, in.profile.find(offer.name)});

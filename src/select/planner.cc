@@ -52,6 +52,7 @@ Status Planner::choose(const CollectiveArgs& args, PlanDecision* decision) const
   const tidegate_memory_t memory = memory_of(args);
   auto runnable = [&](int index, const AlgorithmRow* algorithm) {
     if (algorithm == nullptr || algorithm->collective != args.kind) return false;
+    if (!algorithm->runs(args.compression.codec.get())) return false;
     if (algorithm->native()) {
       std::optional<NativeCollective> kind = native_kind(args.kind);
       return kind.has_value() &&
@@ -70,6 +71,7 @@ Status Planner::choose(const CollectiveArgs& args, PlanDecision* decision) const
 
   std::lock_guard<std::mutex> lock(mutex_);
   const PlanEntry* entry = plan_.find(args.kind, memory, plan_bytes(args));
+  if (args.compression.enabled()) return choose_compressed(args, entry, decision);
   if (!args.force_transport.empty() || !args.force_algorithm.empty()) {
     decision->transport = args.force_transport.empty()
                               ? (entry ? entry->ranked.front().transport : transports_[0]->name())
@@ -142,6 +144,46 @@ Status Planner::choose(const CollectiveArgs& args, PlanDecision* decision) const
                        return names;
                      }() +
                      ")");
+}
+
+// A compressed allreduce runs the algorithm its caller named (or its codec's default) on the
+// transport the plan picks for a dense allreduce of the same size, so that it uses the link the
+// probe found fastest for that size (a native choice lends its transport, whose point-to-point
+// messages the compressed algorithms use).
+Status Planner::choose_compressed(const CollectiveArgs& args, const PlanEntry* entry,
+                                  PlanDecision* decision) const {
+  const AlgorithmRow* row = nullptr;
+  TG_RETURN_IF_ERROR(compressed_algorithm(args.compression, &row));
+  int index = 0;
+  if (!args.force_transport.empty()) {
+    index = -1;
+    for (size_t i = 0; i < transports_.size(); ++i) {
+      if (args.force_transport == transports_[i]->name()) index = static_cast<int>(i);
+    }
+    if (index < 0) {
+      return unsupported("forced transport '" + args.force_transport +
+                         "' is not one of this communicator's transports");
+    }
+  } else if (entry != nullptr) {
+    index = entry->ranked.front().transport_index;
+  }
+  if (!transports_[static_cast<size_t>(index)]->capabilities().host_memory) index = 0;
+  *decision = {index, transports_[static_cast<size_t>(index)]->name(), row, 0.0};
+  return Status::ok();
+}
+
+const AlgorithmRow* Planner::own_algorithm_on(const CollectiveArgs& args,
+                                              size_t transport_index) const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  const PlanEntry* entry = plan_.find(args.kind, memory_of(args), plan_bytes(args));
+  if (entry == nullptr) return nullptr;
+  for (const PlanChoice& choice : entry->ranked) {
+    if (static_cast<size_t>(choice.transport_index) == transport_index &&
+        !choice.algorithm->native()) {
+      return choice.algorithm;
+    }
+  }
+  return nullptr;
 }
 
 void Planner::record(const CollectiveArgs& args, const PlanDecision& decision, double measured_us) {

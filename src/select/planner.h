@@ -49,6 +49,11 @@ class Planner {
   // CONFIG when args force an algorithm args.kind does not have.
   Status choose(const CollectiveArgs& args, PlanDecision* decision) const;
 
+  // For a dense allreduce inside a compressed op (PowerSGD's factors): the plan's best own
+  // (non-native) algorithm for its size on the transport at `transport_index`, or nullptr when
+  // the plan ranks none there (the caller then falls back to the size rule).
+  const AlgorithmRow* own_algorithm_on(const CollectiveArgs& args, size_t transport_index) const;
+
   // A finished op's wall time on this rank (progress thread).
   void record(const CollectiveArgs& args, const PlanDecision& decision, double measured_us);
 
@@ -67,6 +72,8 @@ class Planner {
 
  private:
   Planner() = default;
+  Status choose_compressed(const CollectiveArgs& args, const PlanEntry* entry,
+                           PlanDecision* decision) const;
   // Re-plans one entry from the agreed statistics; true when its choice changed.
   bool replan_entry(size_t entry);
   size_t slot(size_t entry, size_t choice) const { return entry * kTrackedChoices + choice; }

@@ -40,6 +40,7 @@ const AlgorithmRow* size_rule_algorithm(const Config& config, const CollectiveAr
 }
 
 Status fixed_algorithm(const Config& config, const CollectiveArgs& args, const AlgorithmRow** row) {
+  if (args.compression.enabled()) return compressed_algorithm(args.compression, row);
   const std::string forced = config.forced_algorithm(op_kind_name(args.kind));
   if (forced.empty()) {
     *row = size_rule_algorithm(config, args);

@@ -21,8 +21,9 @@ namespace tidegate {
 // nullptr for a kind with no algorithm (kInternal). Thread-safe.
 const AlgorithmRow* size_rule_algorithm(const Config& config, const CollectiveArgs& args);
 
-// TIDEGATE_ALGO's algorithm for args.kind when it forces one, else the size rule's. CONFIG
-// error naming the valid algorithms when the forced name is not one of args.kind's.
+// TIDEGATE_ALGO's algorithm for args.kind when it forces one, else the size rule's; for a
+// compressed allreduce, compressed_algorithm(). CONFIG error naming the valid algorithms when
+// the forced name is not one of args.kind's.
 Status fixed_algorithm(const Config& config, const CollectiveArgs& args, const AlgorithmRow** row);
 
 // The task of fixed_algorithm() for `args` on context.transport.

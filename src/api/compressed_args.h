@@ -1,0 +1,34 @@
+// The API edge of the compressed allreduce: the caller's options checked and turned into
+// CollectiveArgs before anything is sent (a codec spec that does not parse is a CONFIG error at
+// the call), and the codec cache that spares each call the parse.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "base/status.h"
+#include "collectives/collective_args.h"
+#include "compress/codec.h"
+#include "tidegate/tidegate.h"
+
+namespace tidegate {
+
+// Parsed codecs by spec string; thread-safe. Codecs are immutable, so one object serves every op.
+class CodecCache {
+ public:
+  Status get(const std::string& spec, std::shared_ptr<const Codec>* codec);
+
+ private:
+  std::mutex mutex_;
+  std::map<std::string, std::shared_ptr<const Codec>> codecs_;
+};
+
+// Validates the tensors, the op and the options; args becomes a dense allreduce for codec "none"
+// and a compressed one otherwise (its algorithm resolved, so a bad name fails here).
+Status compressed_allreduce_args(const tidegate_tensor_t* input, const tidegate_tensor_t* output,
+                                 tidegate_reduce_op_t op, const tidegate_compression_t* options,
+                                 CodecCache* codecs, CollectiveArgs* args);
+
+}  // namespace tidegate

@@ -1,0 +1,171 @@
+#include "collectives/compressed/compressed_kit.h"
+
+#include <string>
+
+#include "collectives/algorithms.h"
+#include "compress/float_io.h"
+#include "compress/seeded_random.h"
+
+namespace tidegate {
+
+namespace {
+std::string what(const CollectiveArgs& args) {
+  return "compressed allreduce op #" + std::to_string(args.op_seq);
+}
+}  // namespace
+
+Status check_compressed_op(const TaskContext& context, const CollectiveArgs& args,
+                           CompressedOp* op) {
+  const CompressionArgs& c = args.compression;
+  TG_CHECK_ARG(c.enabled(), what(args) + ": no codec");
+  TG_CHECK_ARG(context.compression != nullptr,
+               what(args) + ": the communicator has no codec state");
+  TG_CHECK_ARG(args.kind == OpKind::kAllreduce, what(args) + ": codecs apply to allreduce only");
+  TG_CHECK_ARG(args.reduce_op == TIDEGATE_SUM || args.reduce_op == TIDEGATE_AVG,
+               what(args) + ": reduce op " + reduce_op_name(args.reduce_op) +
+                   " cannot be compressed (SUM and AVG can)");
+  const tidegate_dtype_t dtype = args.input.dtype;
+  TG_CHECK_ARG(dtype == TIDEGATE_FLOAT32 || dtype == TIDEGATE_FLOAT16 || dtype == TIDEGATE_BFLOAT16,
+               what(args) + ": dtype " + dtype_name(dtype) +
+                   " cannot be compressed (float32, float16 and bfloat16 can)");
+  TG_CHECK_ARG(args.output.dtype == dtype && args.output.count == args.input.count,
+               what(args) + ": output must have the input's dtype and count");
+  if (args.input.memory != TIDEGATE_MEMORY_HOST || args.output.memory != TIDEGATE_MEMORY_HOST) {
+    return unsupported(what(args) +
+                       ": compressed allreduce runs on host memory only in this build");
+  }
+  TG_CHECK_ARG(args.input.count >= 0, what(args) + ": negative count");
+  op->codec = c.codec.get();
+  op->input = args.input;
+  op->output = args.output;
+  op->average = args.reduce_op == TIDEGATE_AVG;
+  op->error_feedback = c.error_feedback;
+  op->key = c.key;
+  op->step = c.step;
+  op->job_seed = context.config != nullptr ? context.config->codec_seed() : 0;
+  op->rank = context.rank;
+  op->size = context.size;
+  op->state = context.compression;
+  return Status::ok();
+}
+
+uint64_t encoding_seed(const CompressedOp& op, uint64_t part, bool per_rank) {
+  uint64_t seed = mix64(op.job_seed ^ 0x7469646567617465ull);  // "tidegate"
+  seed = mix64(seed ^ op.key);
+  seed = mix64(seed ^ op.step);
+  seed = mix64(seed ^ part);
+  if (per_rank) seed = mix64(seed ^ (static_cast<uint64_t>(op.rank) + 1));
+  return seed;
+}
+
+Status check_finite_input(const CompressedOp& op) {
+  constexpr int64_t kBlock = 1 << 16;
+  std::vector<float> scratch(op.input.dtype == TIDEGATE_FLOAT32 ? 0 : kBlock);
+  for (int64_t first = 0; first < op.count(); first += kBlock) {
+    const int64_t n = std::min(kBlock, op.count() - first);
+    const float* x = floats_at(op.input, first, n, scratch.data());
+    const int64_t bad = first_nonfinite(x, n);
+    if (bad >= 0) {
+      return invalid_argument(std::string("codec ") + op.codec->spec() + ": input element " +
+                              std::to_string(first + bad) + " is " +
+                              std::to_string(element_value(op.input, first + bad)) +
+                              " (NaN or infinity cannot be compressed; residuals unchanged)");
+    }
+  }
+  return Status::ok();
+}
+
+Status load_compensated(const CompressedOp& op, int64_t offset, int64_t n, float* dst,
+                        float** residual) {
+  load_floats(op.input, offset, n, dst);
+  *residual = nullptr;
+  if (!op.error_feedback) return Status::ok();
+  float* all = nullptr;
+  TG_RETURN_IF_ERROR(op.state->sender().float_residual(op.key, op.count(), &all));
+  *residual = all + offset;
+  add_floats(*residual, n, dst);
+  return Status::ok();
+}
+
+void update_residual(float* residual, const float* compensated, const float* sent, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) residual[i] = compensated[i] - sent[i];
+}
+
+void store_result(const CompressedOp& op, const float* result, int64_t offset, int64_t n) {
+  store_floats(result, n, op.output, offset, false);
+}
+
+Status make_sub_allreduce(const TaskContext& context, const CollectiveArgs& parent, float* buffer,
+                          int64_t n, tidegate_reduce_op_t op, int32_t sub_step,
+                          std::unique_ptr<CollectiveTask>* task) {
+  CollectiveArgs sub;
+  sub.kind = OpKind::kAllreduce;
+  sub.op_seq = parent.op_seq;
+  sub.reduce_op = op;
+  sub.input = sub.output = float_view(buffer, n);
+  sub.sub_step = sub_step;
+  if (context.sub_allreduce) return context.sub_allreduce(context, sub, task);
+  return make_allreduce_ring(context, sub, task);
+}
+
+size_t payload_bound(const Codec& codec, int64_t n) {
+  TensorView like;
+  like.count = n;
+  like.dtype = TIDEGATE_FLOAT32;
+  return codec.max_payload_bytes(like);
+}
+
+TensorView float_view(float* data, int64_t n) {
+  TensorView v;
+  v.data = data;
+  v.count = n;
+  v.dtype = TIDEGATE_FLOAT32;
+  return v;
+}
+
+TensorView float_view(const float* data, int64_t n) {
+  return float_view(const_cast<float*>(data), n);
+}
+
+Status Outbox::send(Messenger& messenger, int peer, uint64_t chunk, const uint8_t* payload,
+                    size_t bytes) {
+  TG_RETURN_IF_ERROR(messenger.send_bounded(peer, chunk, payload, bytes, sends_.add()));
+  bytes_ += bytes;
+  return Status::ok();
+}
+
+Status Outbox::all_sent(Messenger& messenger, bool* done) {
+  return sends_.test_all(messenger, done);
+}
+
+Status Inbox::receive(Messenger& messenger, int peer, uint64_t chunk, size_t bound, int tag,
+                      size_t* index) {
+  Message message;
+  message.peer = peer;
+  message.chunk = chunk;
+  message.tag = tag;
+  message.buffer.resize(bound);
+  messages_.push_back(std::move(message));
+  Message& posted = messages_.back();
+  TG_RETURN_IF_ERROR(
+      messenger.recv_bounded(peer, chunk, posted.buffer.data(), bound, &posted.handle));
+  ++pending_;
+  *index = messages_.size() - 1;
+  return Status::ok();
+}
+
+Status Inbox::poll(Messenger& messenger, std::vector<size_t>* arrived) {
+  for (size_t i = 0; i < messages_.size() && pending_ > 0; ++i) {
+    Message& message = messages_[i];
+    if (message.arrived) continue;
+    bool done = false;
+    TG_RETURN_IF_ERROR(messenger.test(&message.handle, &done, &message.bytes));
+    if (!done) continue;
+    message.arrived = true;
+    --pending_;
+    arrived->push_back(i);
+  }
+  return Status::ok();
+}
+
+}  // namespace tidegate

@@ -1,0 +1,121 @@
+// Compressed allreduce by allgather of payloads (the sparse allgather of SparCML and GRACE's
+// default): every rank encodes its whole tensor once (with error feedback), sends the payload
+// to every other rank and receives theirs; each rank then decode-adds all P payloads into a
+// float32 sum in rank order, its own included, so every rank adds the same bytes in the same
+// order and ends with the same bits. Any codec that decodes to a tensor works; it is the right
+// algorithm for sparse payloads (top-k, threshold, random-k with per-rank indices), whose sum
+// is denser than any one payload, so nothing is gained by re-encoding a sum.
+//
+// Volume per rank, with b the payload size of the whole tensor (top-k: k (index bits + 32) / 8
+// bytes, or the bitmap or dense layout when smaller): (P - 1) b sent and (P - 1) b received, in
+// one round: alpha + (P - 1) b beta, plus encode(n) + P decode_add(n).
+#include <memory>
+#include <vector>
+
+#include "collectives/algorithms.h"
+#include "collectives/compressed/compressed_kit.h"
+
+namespace tidegate {
+
+namespace {
+
+class PayloadAllgatherTask : public CollectiveTask {
+ public:
+  PayloadAllgatherTask(const TaskContext& context, const CompressedOp& op, const WireHeader& header)
+      : messenger_(context, header), op_(op) {}
+
+  const char* algorithm() const override { return "allgather"; }
+
+  Status start() override {
+    const int64_t n = op_.count();
+    TG_RETURN_IF_ERROR(check_finite_input(op_));
+    const size_t bound = payload_bound(*op_.codec, n);
+    std::vector<float> compensated(static_cast<size_t>(n));
+    float* residual = nullptr;
+    TG_RETURN_IF_ERROR(load_compensated(op_, 0, n, compensated.data(), &residual));
+    mine_.resize(bound);
+    size_t written = 0;
+    EncodeContext encode;
+    encode.seed = encoding_seed(op_, 0, /*per_rank=*/true);
+    TG_RETURN_IF_ERROR(op_.codec->encode(float_view(compensated.data(), n), encode, mine_.data(),
+                                         bound, &written));
+    mine_.resize(written);
+    if (residual != nullptr) {
+      std::vector<float> sent(static_cast<size_t>(n));
+      TG_RETURN_IF_ERROR(op_.codec->decode(mine_.data(), mine_.size(), float_view(sent.data(), n)));
+      update_residual(residual, compensated.data(), sent.data(), n);
+    }
+    for (int step = 1; step < op_.size; ++step) {
+      const int from = (op_.rank - step + op_.size) % op_.size;
+      size_t index = 0;
+      TG_RETURN_IF_ERROR(inbox_.receive(messenger_, from, 0, bound, from, &index));
+    }
+    for (int step = 1; step < op_.size; ++step) {
+      const int to = (op_.rank + step) % op_.size;
+      TG_RETURN_IF_ERROR(outbox_.send(messenger_, to, 0, mine_.data(), mine_.size()));
+    }
+    return Status::ok();
+  }
+
+  Status advance(bool* done) override {
+    *done = false;
+    std::vector<size_t> arrived;
+    TG_RETURN_IF_ERROR(inbox_.poll(messenger_, &arrived));
+    bool sent = false;
+    TG_RETURN_IF_ERROR(outbox_.all_sent(messenger_, &sent));
+    if (!sent || !inbox_.all_arrived()) return Status::ok();
+    TG_RETURN_IF_ERROR(sum_in_rank_order());
+    *done = true;
+    return Status::ok();
+  }
+
+ private:
+  Status sum_in_rank_order() {
+    const int64_t n = op_.count();
+    std::vector<const Inbox::Message*> by_rank(static_cast<size_t>(op_.size), nullptr);
+    for (size_t i = 0; i < inbox_.size(); ++i) by_rank[inbox_.message(i).tag] = &inbox_.message(i);
+    std::vector<float> sum(static_cast<size_t>(n), 0.0f);
+    const TensorView target = float_view(sum.data(), n);
+    for (int r = 0; r < op_.size; ++r) {
+      const uint8_t* payload = r == op_.rank ? mine_.data() : by_rank[r]->buffer.data();
+      const size_t bytes = r == op_.rank ? mine_.size() : by_rank[r]->bytes;
+      Status decoded = op_.codec->decode_add(payload, bytes, target);
+      if (!decoded.is_ok()) {
+        return Status(decoded.code(), "the payload of rank " + std::to_string(r) +
+                                          " does not decode: " + decoded.message());
+      }
+    }
+    if (op_.average) {
+      const float ranks = static_cast<float>(op_.size);
+      for (float& v : sum) v /= ranks;
+    }
+    store_result(op_, sum.data(), 0, n);
+    return Status::ok();
+  }
+
+  Messenger messenger_;
+  CompressedOp op_;
+  std::vector<uint8_t> mine_;
+  Inbox inbox_;
+  Outbox outbox_;
+};
+
+}  // namespace
+
+Status make_allreduce_payload_allgather(const TaskContext& context, const CollectiveArgs& args,
+                                        std::unique_ptr<CollectiveTask>* task) {
+  CompressedOp op;
+  TG_RETURN_IF_ERROR(check_compressed_op(context, args, &op));
+  *task = std::make_unique<PayloadAllgatherTask>(context, op, op_identity(context, args));
+  return Status::ok();
+}
+
+// One round of (P-1) payloads each way, then a decode-add of all P. The payload ratio of the
+// codec is in terms.payload_ratio (payload bytes / dense bytes); n is the dense size.
+double allreduce_payload_allgather_cost_us(const CostTerms& t, double n, int64_t p) {
+  const double payload = n * t.payload_ratio;
+  return t.alpha + static_cast<double>(p - 1) * payload * t.beta + t.encode * n +
+         static_cast<double>(p) * t.decode * n;
+}
+
+}  // namespace tidegate

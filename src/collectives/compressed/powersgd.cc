@@ -1,0 +1,141 @@
+// PowerSGD (Vogels, Karimireddy, Jaggi 2019) as a collective: a rank-r approximation of the
+// rows x cols gradient M (the input's 2-D shape; input + sender residual under error feedback)
+// by one warm-started power-iteration step, with two small dense allreduces whose algorithm the
+// plan picks for their size:
+//   P = M Q            allreduce(P, SUM)      orthogonalise P (every rank the same bytes)
+//   Q = M^T P          allreduce(Q, op)       result = P Q^T, Q kept for the next step
+// Q starts from a draw of the job seed and the key (the same on every rank) and is kept per key
+// (CompressionState). Error feedback, as in the paper and PyTorch's hook: each rank keeps
+// M - result/P (the averaged result), so the sum of the residuals is what the approximation left
+// out of the sum. When r (rows + cols) >= rows cols (or the tensor has no 2-D shape) the factors
+// would not be smaller than the matrix, and M itself is allreduced dense.
+//
+// Volume per rank: two ring allreduces of r (rows + cols) floats: 2 (P-1)/P 4 r (rows + cols).
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+#include "collectives/algorithms.h"
+#include "collectives/compressed/compressed_kit.h"
+#include "compress/float_io.h"
+#include "compress/powersgd.h"
+
+namespace tidegate {
+
+namespace {
+
+class PowerSgdTask : public CollectiveTask {
+ public:
+  PowerSgdTask(const TaskContext& context, const CollectiveArgs& args, const CompressedOp& op)
+      : context_(context), args_(args), op_(op) {}
+
+  const char* algorithm() const override { return "powersgd"; }
+
+  Status start() override {
+    TG_RETURN_IF_ERROR(check_finite_input(op_));
+    const int64_t n = op_.count();
+    rows_ = op_.input.rows;
+    cols_ = op_.input.cols;
+    const int wanted = static_cast<const PowerSgdCodec&>(*op_.codec).config().rank;
+    rank_ = rows_ > 0 && cols_ > 0 ? powersgd_effective_rank(wanted, rows_, cols_) : 0;
+    m_.resize(static_cast<size_t>(n));
+    TG_RETURN_IF_ERROR(load_compensated(op_, 0, n, m_.data(), &residual_));
+    dense_ = rank_ == 0 || static_cast<int64_t>(rank_) * (rows_ + cols_) >= rows_ * cols_;
+    if (dense_) {
+      result_ = m_;
+      return start_reduce(result_.data(), n, args_.reduce_op, 1);
+    }
+    PowerSgdState& state = op_.state->powersgd(op_.key);
+    state.prepare(cols_, rank_, encoding_seed(op_, 0, /*per_rank=*/false));
+    p_.resize(static_cast<size_t>(rows_ * rank_));
+    powersgd_compute_p(m_.data(), rows_, cols_, state.q(), rank_, p_.data());
+    return start_reduce(p_.data(), rows_ * rank_, TIDEGATE_SUM, 1);
+  }
+
+  Status advance(bool* done) override {
+    *done = false;
+    bool finished = false;
+    TG_RETURN_IF_ERROR(reduce_->advance(&finished));
+    if (!finished) return Status::ok();
+    if (dense_) return finish_dense(done);
+    if (step_ == 1) {
+      // Every rank holds the same summed P: every rank orthogonalises the same bytes.
+      if (first_nonfinite(p_.data(), static_cast<int64_t>(p_.size())) >= 0) {
+        return invalid_argument("powersgd: P = M Q overflowed float32 (gradient too large)");
+      }
+      powersgd_orthogonalize(p_.data(), rows_, rank_);
+      q_.resize(static_cast<size_t>(cols_ * rank_));
+      powersgd_compute_q(m_.data(), rows_, cols_, p_.data(), rank_, q_.data());
+      return start_reduce(q_.data(), cols_ * rank_, args_.reduce_op, 2);
+    }
+    if (first_nonfinite(q_.data(), static_cast<int64_t>(q_.size())) >= 0) {
+      return invalid_argument("powersgd: Q = M^T P overflowed float32 (gradient too large)");
+    }
+    PowerSgdState& state = op_.state->powersgd(op_.key);
+    std::copy(q_.begin(), q_.end(), state.q());  // the warm start of the next step
+    result_.resize(m_.size());
+    powersgd_reconstruct(p_.data(), q_.data(), rows_, cols_, rank_, result_.data(), false);
+    if (residual_ != nullptr) keep_residual();
+    store_result(op_, result_.data(), 0, op_.count());
+    *done = true;
+    return Status::ok();
+  }
+
+ private:
+  Status start_reduce(float* buffer, int64_t n, tidegate_reduce_op_t op, int step) {
+    step_ = step;
+    TG_RETURN_IF_ERROR(make_sub_allreduce(context_, args_, buffer, n, op, step, &reduce_));
+    return reduce_->start();
+  }
+
+  // residual = M - (the averaged result): for SUM the result is divided by P first.
+  void keep_residual() {
+    const float ranks = static_cast<float>(op_.size);
+    for (size_t i = 0; i < m_.size(); ++i) {
+      residual_[i] = m_[i] - (op_.average ? result_[i] : result_[i] / ranks);
+    }
+  }
+
+  Status finish_dense(bool* done) {
+    // Sent whole: nothing is left out.
+    if (residual_ != nullptr) std::fill(residual_, residual_ + op_.count(), 0.0f);
+    store_result(op_, result_.data(), 0, op_.count());
+    *done = true;
+    return Status::ok();
+  }
+
+  TaskContext context_;
+  CollectiveArgs args_;
+  CompressedOp op_;
+  int64_t rows_ = 0, cols_ = 0;
+  int rank_ = 0;
+  bool dense_ = false;
+  int step_ = 0;
+  float* residual_ = nullptr;
+  std::vector<float> m_, p_, q_, result_;
+  std::unique_ptr<CollectiveTask> reduce_;
+};
+
+}  // namespace
+
+Status make_allreduce_powersgd(const TaskContext& context, const CollectiveArgs& args,
+                               std::unique_ptr<CollectiveTask>* task) {
+  CompressedOp op;
+  TG_RETURN_IF_ERROR(check_compressed_op(context, args, &op));
+  if (op.codec->id() != CodecId::kPowerSgd) {
+    return unsupported("the powersgd algorithm needs the powersgd codec, not " + op.codec->spec());
+  }
+  *task = std::make_unique<PowerSgdTask>(context, args, op);
+  return Status::ok();
+}
+
+// Two ring allreduces of the factors (payload_ratio ~ r (rows + cols) / (rows cols)) and the
+// three passes over M (P = M Q, Q = M^T P, P Q^T).
+double allreduce_powersgd_cost_us(const CostTerms& t, double n, int64_t p) {
+  const double factors = n * t.payload_ratio;
+  const double scatter = cost::ring_reduce_scatter(t, factors / 2, p);
+  const double one = (scatter < 0 ? 0 : scatter) + cost::ring_allgather(t, factors / 2, p);
+  return 2 * one + n * (t.encode + t.decode);
+}
+
+}  // namespace tidegate
