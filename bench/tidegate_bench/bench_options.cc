@@ -1,5 +1,6 @@
 #include "bench/tidegate_bench/bench_options.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -83,6 +84,13 @@ const char* bench_usage() {
          "  --algo A        force the algorithm (sets TIDEGATE_ALGO=<collective>=A)\n"
          "  --json FILE     write one JSON object per row to FILE (rank 0)\n"
          "  --baseline mpi  also time the matching MPI collective on the same buffers\n"
+         "  --codec LIST    after each dense row, a compressed allreduce row per codec spec\n"
+         "                  (e.g. fp16,qsgd:bits=4,bucket=512,topk:ratio=0.01): time, ratio "
+         "(dense\n"
+         "                  ring bytes / bytes sent per rank), rel_error (one step, error\n"
+         "                  feedback off, vs the exact sum); busbw on the dense size\n"
+         "  --codec-algo A  the compressed algorithm (default: each codec's own)\n"
+         "  --ef 0|1        error feedback in the timed compressed runs (0)\n"
          "  --bootstrap auto|env|mpi  how ranks meet: env = tidegate-run's variables,\n"
          "                  mpi = MPI_Init + tidegate_comm_create_from_mpi (auto: env when\n"
          "                  TIDEGATE_RANK is set, else mpi when built with MPI)\n"
@@ -110,6 +118,10 @@ Status parse_word_flag(const std::string& flag, const char* value, BenchOptions*
     o->algo = value;
   else if (flag == "--json")
     o->json_path = value;
+  else if (flag == "--codec")
+    o->codecs = split_codec_list(value);
+  else if (flag == "--codec-algo")
+    o->codec_algorithm = value;
   else if (flag == "--baseline") {
     if (std::strcmp(value, "mpi") != 0 && std::strcmp(value, "none") != 0) {
       return config_error("--baseline must be mpi or none");
@@ -143,6 +155,11 @@ Status parse_number_flag(const std::string& flag, const char* value, BenchOption
     (flag == "-n" ? o->iters : flag == "-w" ? o->warmup : o->root) = static_cast<int>(n);
     return Status::ok();
   }
+  if (flag == "--ef") {
+    TG_RETURN_IF_ERROR(integer_flag(flag, value, 0, 1, &n));
+    o->error_feedback = n != 0;
+    return Status::ok();
+  }
   if (flag == "-c" || flag == "-I" || flag == "--compare-choices") {
     TG_RETURN_IF_ERROR(integer_flag(flag, value, 0, 1, &n));
     (flag == "-c" ? o->check : flag == "-I" ? o->in_place : o->compare_choices) = n != 0;
@@ -153,6 +170,24 @@ Status parse_number_flag(const std::string& flag, const char* value, BenchOption
 }
 
 }  // namespace
+
+std::vector<std::string> split_codec_list(const std::string& text) {
+  std::vector<std::string> specs;
+  size_t start = 0;
+  while (start <= text.size()) {
+    const size_t comma = std::min(text.find(',', start), text.size());
+    const std::string piece = text.substr(start, comma - start);
+    const bool continues = piece.find('=') != std::string::npos &&
+                           piece.find(':') == std::string::npos && !specs.empty();
+    if (continues) {
+      specs.back() += "," + piece;
+    } else if (!piece.empty()) {
+      specs.push_back(piece);
+    }
+    start = comma + 1;
+  }
+  return specs;
+}
 
 Status parse_bench_options(int argc, char** argv, BenchOptions* options, bool* help) {
   BenchOptions o;

@@ -11,6 +11,7 @@
 
 #include "bench/tidegate_bench/bench_case.h"
 #include "bench/tidegate_bench/bench_options.h"
+#include "bench/tidegate_bench/compressed_case.h"
 #include "bench/tidegate_bench/introspect.h"
 #include "bench/tidegate_bench/mpi_support.h"
 #include "bench/tidegate_bench/report.h"
@@ -130,6 +131,47 @@ Status time_mpi(const BenchOptions& o, const Session& s, BenchCase& c, Measureme
   return Status::ok();
 }
 
+// A --codec row: the compressed allreduce timed on the same size, then its check run.
+Status bench_codec(const BenchOptions& o, const Session& s, int64_t bytes, size_t index,
+                   const Row& dense, Row* row) {
+  const std::string& spec = o.codecs[index];
+  // One key per (codec, size): error feedback state carries over between its iterations only.
+  const uint64_t key = (static_cast<uint64_t>(index + 1) << 48) ^ static_cast<uint64_t>(bytes);
+  CompressedCase c(spec, o.codec_algorithm, o.error_feedback, o.dtype, o.op, s.rank, s.size, bytes,
+                   key);
+  TG_RETURN_IF_ERROR(c.prepare());
+  row->bytes = c.bytes();
+  row->count = c.count();
+  row->codec = spec;
+  uint64_t sent = 0;
+  TimedLoop loop;
+  loop.barrier = [&] { return from_tidegate(tidegate_barrier(s.comm), "tidegate_barrier"); };
+  loop.operation = [&] { return from_tidegate(c.run(s.comm, &sent), spec.c_str()); };
+  std::vector<double> seconds;
+  TG_RETURN_IF_ERROR(run_timed(loop, o.warmup, o.iters, &seconds));
+  double median = 0;
+  TG_RETURN_IF_ERROR(slowest_rank_median(s.comm, seconds, &median));
+  CompressedCheck check;
+  if (o.check) {
+    TG_RETURN_IF_ERROR(c.check(s.comm, &check));
+  } else {
+    check.wrong = -1;
+  }
+  row->out_of_place = measure(c.bytes(), median, busbw_factor(o.collective, s.size), check.wrong);
+  row->rel_error = o.check ? check.rel_error : -1;
+  row->algo = dense.algo.substr(0, dense.algo.find('/')) + "/" +
+              (check.algorithm.empty() ? o.codec_algorithm : check.algorithm) + "+" + spec;
+  // Bytes on the wire: the most any rank sent in its last timed iteration.
+  int64_t most = static_cast<int64_t>(sent);
+  tidegate_tensor_t t = tidegate_host_tensor(&most, 1, TIDEGATE_INT64);
+  TG_RETURN_IF_ERROR(from_tidegate(tidegate_allreduce(s.comm, &t, &t, TIDEGATE_MAX), "bytes sent"));
+  const double dense_ring = busbw_factor(o.collective, s.size) * static_cast<double>(c.bytes());
+  row->ratio = most > 0 ? dense_ring / static_cast<double>(most) : 0;
+  row->baseline = dense.baseline;
+  row->baseline_note = dense.baseline_note;
+  return Status::ok();
+}
+
 Status bench_one_size(const BenchOptions& o, const Session& s, int64_t bytes, Row* row) {
   BenchCase c(o.collective, o.dtype, o.op, o.root, s.rank, s.size, bytes);
   c.fill();
@@ -181,6 +223,13 @@ Status run_bench(const BenchOptions& o, const Session& s, int64_t* wrong) {
     TG_RETURN_IF_ERROR(
         bench_one_size(o, s, bytes, &row).with_context(std::to_string(bytes) + " bytes: "));
     if (s.rank == 0) reporter.add_row(row);
+    for (size_t i = 0; i < o.codecs.size(); ++i) {
+      Row compressed;
+      TG_RETURN_IF_ERROR(
+          bench_codec(o, s, bytes, i, row, &compressed)
+              .with_context(o.codecs[i] + " at " + std::to_string(bytes) + " bytes: "));
+      if (s.rank == 0) reporter.add_row(compressed);
+    }
   }
   *wrong = s.rank == 0 ? reporter.print_footer() : 0;
   return Status::ok();

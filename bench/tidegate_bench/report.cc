@@ -123,6 +123,11 @@ void Reporter::add_row(const Row& row) {
             cell(ratio, ratio ? b.time_us / row.out_of_place.time_us : 0, 7, 2);
   }
   line += "  " + row.algo;
+  if (!row.codec.empty()) {
+    char extra[96];
+    std::snprintf(extra, sizeof extra, "  ratio %.1f rel_error %.3g", row.ratio, row.rel_error);
+    line += extra;
+  }
   std::printf("%s\n", line.c_str());
   if (const auto* best = best_choice(row)) {
     const double ratio = row.out_of_place.time_us / best->second.time_us;
@@ -168,6 +173,12 @@ void Reporter::write_json(const Row& row) {
   }
   if (!row.baseline_note.empty())
     std::fprintf(json_, ",\"baseline_note\":%s", json_string(row.baseline_note).c_str());
+  // Compressed rows: busbw is on the dense size, so dense and compressed rows share one scale.
+  std::fprintf(json_, ",\"codec\":%s,\"dense_equivalent_busbw_GBps\":%.6f",
+               json_string(row.codec.empty() ? "dense" : row.codec).c_str(), m.busbw_GBps);
+  if (!row.codec.empty()) {
+    std::fprintf(json_, ",\"ratio\":%.4f,\"rel_error\":%.6g", row.ratio, row.rel_error);
+  }
   if (const auto* best = best_choice(row)) {
     std::fprintf(json_, ",\"choices\":{");
     bool first = true;

@@ -31,6 +31,11 @@ struct Row {
   std::string baseline_note;  // why there is none, or how it was timed
   // --compare-choices: every forced "transport/algorithm" timed on the same buffers.
   std::vector<std::pair<std::string, Measurement>> choices;
+  // --codec rows: the codec spec ("" for a dense row), dense ring bytes over the bytes each
+  // rank sent (the largest over ranks), and the one-step error against the exact sum.
+  std::string codec;
+  double ratio = 0;
+  double rel_error = -1;
 };
 
 // The fastest of row.choices (nullptr when there are none).

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <charconv>
 #include <cmath>
+#include <cstring>
 #include <vector>
 
 #include "compress/codec_spec.h"
@@ -78,6 +79,46 @@ Status TopKCodec::encode(const TensorView& input, const EncodeContext& context, 
   }
   return write_sparse_payload(CodecId::kTopK, input.dtype, flags, n, selection.indices.get(),
                               selection.values.get(), selection.size, out, capacity, written);
+}
+
+Status TopKCodec::encode_reusing_threshold(const TensorView& input, uint32_t* threshold,
+                                           uint8_t* out, size_t capacity, size_t* written) const {
+  const int64_t n = input.count;
+  const int64_t k = k_for(n);
+  if (k >= n || k == 0 || input.dtype != TIDEGATE_FLOAT32) {
+    *threshold = 0;
+    return encode(input, EncodeContext{}, out, capacity, written);
+  }
+  TG_RETURN_IF_ERROR(check_sparse_tensor(CodecId::kTopK, input, "input"));
+  TG_CHECK_ARG(capacity >= max_payload_bytes(input), "topk codec: output capacity too small");
+  const float* x = static_cast<const float*>(input.data);
+  TopKSelection selection;
+  if (*threshold == 0) {
+    select_top_k(x, n, k, config_.mode, &selection);
+  } else {
+    // About 1.25 k pass a threshold 0.9 below last step's k-th magnitude on similar gradients;
+    // fewer makes the exact selection fall back to the full strategy (still exact).
+    select_top_k_above(x, n, k, config_.mode, *threshold, k + k / 4, &selection);
+  }
+  if (selection.nonfinite >= 0) {
+    return nonfinite_input(CodecId::kTopK, selection.nonfinite,
+                           element_value(input, selection.nonfinite));
+  }
+  const uint8_t flags = config_.mode == TopKMode::kApprox ? kTopKApproxFlag : 0;
+  TG_RETURN_IF_ERROR(write_sparse_payload(CodecId::kTopK, input.dtype, flags, n,
+                                          selection.indices.get(), selection.values.get(),
+                                          selection.size, out, capacity, written));
+  // The next step's threshold: 0.9 of the smallest magnitude kept now.
+  float smallest = INFINITY;
+  for (int64_t i = 0; i < selection.size; ++i) {
+    smallest = std::min(smallest, std::fabs(selection.values[i]));
+  }
+  *threshold = 0;
+  if (std::isfinite(smallest) && smallest > 0) {
+    const float lowered = smallest * 0.9f;
+    std::memcpy(threshold, &lowered, sizeof lowered);
+  }
+  return Status::ok();
 }
 
 Status TopKCodec::decode(const uint8_t* payload, size_t bytes, const TensorView& output) const {

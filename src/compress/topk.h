@@ -49,6 +49,15 @@ class TopKCodec final : public Codec {
   bool deterministic() const override { return true; }
   bool wants_error_feedback() const override { return true; }  // biased: drops all but k
 
+  // encode() reusing a threshold between steps, as Ok-Topk does (Li & Hoefler 2022): when
+  // *threshold is not 0 (magnitude bits a little below the k-th largest magnitude of this
+  // tensor's previous step), the selection starts from it instead of from a fresh sample, so it
+  // is one pass over the tensor; then *threshold becomes the same for this step. In exact mode
+  // the payload is exactly encode()'s (the selection stays exact, falling back when too few
+  // pass), so reuse changes the time only, never a byte.
+  Status encode_reusing_threshold(const TensorView& input, uint32_t* threshold, uint8_t* out,
+                                  size_t capacity, size_t* written) const;
+
   // The number of elements kept for a tensor of `count` elements (an upper bound in approx mode).
   int64_t k_for(int64_t count) const;
   const TopKConfig& config() const { return config_; }

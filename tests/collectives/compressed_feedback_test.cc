@@ -274,9 +274,10 @@ TEST(MalformedPayloads, FailTheOpNamingThePeerAndLeaveResidualsAlone) {
     });
     bool named = false;
     for (int r = 0; r < ranks; ++r) {
+      // (Rank 1 itself may finish before its peers' abort reaches it: it got good payloads.)
+      if (r == 1) continue;
       EXPECT_FALSE(results[r].is_ok()) << "rank " << r;
       named = named || results[r].message().find("rank 1") != std::string::npos;
-      if (r == 1) continue;
       // No byte of rank 1's damaged payloads reached a residual of the ranks that got them.
       if (states[r].sender().has(kKey)) {
         EXPECT_EQ(residual_of(states[r].sender(), count), residual_of(honest[r].sender(), count))

@@ -37,6 +37,29 @@ TEST(TopK, KeepsExactlyTheKLargestMagnitudes) {
   }
 }
 
+TEST(TopK, ReusedThresholdGivesTheSamePayloadAsAFreshSelection) {
+  auto codec = codec_from("topk:ratio=0.01");
+  const auto& topk = static_cast<const TopKCodec&>(*codec);
+  uint32_t threshold = 0;
+  for (uint32_t step = 0; step < 6; ++step) {
+    // Similar gradients step to step (the case reuse is for), and one that is not (step 4: ten
+    // times larger, so far more than k pass the old threshold).
+    std::vector<float> x = normal_floats(300000, 17 + step);
+    if (step == 4) {
+      for (float& v : x) v *= 10.0f;
+    }
+    const std::vector<uint8_t> fresh = encode_ok(*codec, view_of(x));
+    std::vector<uint8_t> reused(codec->max_payload_bytes(view_of(x)));
+    size_t written = 0;
+    ASSERT_TRUE(
+        topk.encode_reusing_threshold(view_of(x), &threshold, reused.data(), reused.size(), &written)
+            .is_ok());
+    reused.resize(written);
+    EXPECT_EQ(reused, fresh) << "step " << step;
+    EXPECT_NE(threshold, 0u) << "no threshold kept after step " << step;
+  }
+}
+
 TEST(TopK, TiesGoToTheLowerIndexEveryTime) {
   // Many equal magnitudes of both signs: the winners are the lowest indices, on every "rank".
   std::vector<float> x(200000);

@@ -1,6 +1,7 @@
 #include "collective_checks.h"
 
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <thread>
@@ -61,6 +62,76 @@ int check_allreduce(tidegate_comm_t comm, int rank, int size, int64_t count, tid
   return 0;
 }
 
+// A gradient-like input every rank can compute for every other rank.
+float gradient_value(int rank, int64_t i) {
+  const uint64_t h =
+      (static_cast<uint64_t>(i) * 0x9e3779b97f4a7c15ull) ^ (static_cast<uint64_t>(rank) << 56);
+  const double unit = static_cast<double>((h >> 11) & 0xfffff) / 1048576.0 * 2.0 - 1.0;
+  return static_cast<float>(i % 61 == 0 ? unit * 2.0 : unit * 0.01);
+}
+
+// The compressed allreduce over this job's transport: identical on every rank, and within a
+// codec's bound of the exact mean (relative L2 error).
+int check_compressed(tidegate_comm_t comm, int rank, int size, int64_t count, const char* codec,
+                     const char* algorithm, double bound) {
+  std::vector<float> data(static_cast<size_t>(count));
+  for (int64_t i = 0; i < count; ++i) data[i] = gradient_value(rank, i);
+  tidegate_tensor_t t = tidegate_host_tensor(data.data(), count, TIDEGATE_FLOAT32);
+  tidegate_compression_t options{};
+  options.codec = codec;
+  options.key = 77;
+  options.algorithm = algorithm;
+  const std::string what = std::string("compressed allreduce ") + codec + " (" + algorithm +
+                           ") count " + std::to_string(count);
+  if (tidegate_compressed_allreduce(comm, &t, &t, TIDEGATE_AVG, &options) != TIDEGATE_OK)
+    return fail(rank, what + ": " + tidegate_last_error());
+  double error = 0, norm = 0;
+  for (int64_t i = 0; i < count; ++i) {
+    double mean = 0;
+    for (int r = 0; r < size; ++r) mean += gradient_value(r, i);
+    mean /= size;
+    error += (data[i] - mean) * (data[i] - mean);
+    norm += mean * mean;
+  }
+  if (norm > 0 && !(std::sqrt(error / norm) <= bound)) {
+    return fail(rank, what + ": relative error " + std::to_string(std::sqrt(error / norm)) +
+                          " above " + std::to_string(bound));
+  }
+  if (!identical_everywhere(
+          comm, size,
+          fnv1a(reinterpret_cast<unsigned char*>(data.data()), data.size() * sizeof(float)))) {
+    return fail(rank, what + ": results differ bitwise between ranks");
+  }
+  return 0;
+}
+
+int run_compressed_checks(tidegate_comm_t comm, int rank, int size, int* checks) {
+  struct Codec {
+    const char* spec;
+    const char* algorithm;
+    double bound;
+  };
+  const Codec codecs[] = {{"fp16", "sra", 1e-3},
+                          {"bf16", "sra", 1e-2},
+                          {"qsgd", "sra", 1.5},
+                          {"maxmin", "sra", 1.0},
+                          {"onebit", "sra", 1.5},
+                          {"signsgd", "summable", 1e9},
+                          {"topk:ratio=0.05", "allgather", 1.0},
+                          {"topk:ratio=0.05", "sparse_reduce_scatter", 1.0},
+                          {"randomk:ratio=0.05", "shared_randomk", 1.0},
+                          {"powersgd:rank=2", "powersgd", 1.0}};
+  for (int64_t count :
+       {int64_t{0}, int64_t{1}, int64_t{7}, int64_t{1023}, (int64_t{1} << 20) + 3}) {
+    for (const Codec& c : codecs) {
+      if (int rc = check_compressed(comm, rank, size, count, c.spec, c.algorithm, c.bound))
+        return rc;
+      ++*checks;
+    }
+  }
+  return 0;
+}
+
 }  // namespace
 
 int run_value_checks(tidegate_comm_t comm) {
@@ -80,10 +151,15 @@ int run_value_checks(tidegate_comm_t comm) {
       }
     }
   }
+  int compressed = 0;
+  if (int rc = run_compressed_checks(comm, rank, size, &compressed)) return rc;
   if (tidegate_barrier(comm) != TIDEGATE_OK)
     return fail(rank, std::string("barrier: ") + tidegate_last_error());
   if (rank == 0)
-    std::printf("%d allreduce checks passed on %d ranks, identical on every rank\n", checks, size);
+    std::printf(
+        "%d allreduce checks and %d compressed allreduce checks passed on %d ranks, "
+        "identical on every rank\n",
+        checks, compressed, size);
   return 0;
 }
 

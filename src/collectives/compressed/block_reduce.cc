@@ -14,10 +14,6 @@ struct Segment {
   int64_t length = 0;
 };
 
-// Seeds of the two kinds of encodings: a sender's (block, segment) and an owner's segment.
-constexpr uint64_t kSenderPart = uint64_t{1} << 62;
-constexpr uint64_t kOwnerPart = uint64_t{2} << 62;
-
 constexpr int kScatterTag = 0;
 constexpr int kGatherTag = 1;
 
@@ -26,7 +22,7 @@ class BlockReduceTask : public CollectiveTask {
   BlockReduceTask(const TaskContext& context, const CompressedOp& op, const WireHeader& header,
                   BlockCombine combine, const char* name)
       : messenger_(context, header), op_(op), combine_(combine), name_(name) {
-    const int64_t segment = std::max<int64_t>(1, context.config->segment_bytes() / 4);
+    const int64_t segment = block_segment_elements(*context.config);
     segments_.resize(static_cast<size_t>(op.size));
     for (int c = 0; c < op.size; ++c) {
       int64_t offset = 0, length = 0;
@@ -141,7 +137,7 @@ class BlockReduceTask : public CollectiveTask {
     for (int step = 1; step <= op_.size; ++step) {
       const int owner = (op_.rank + step) % op_.size;
       if (s >= segments_[owner].size()) continue;
-      const uint64_t part = kSenderPart | (static_cast<uint64_t>(owner) << 32) | s;
+      const uint64_t part = block_sender_part(owner, s);
       if (owner == op_.rank) {
         if (combine_ == BlockCombine::kSumPayloads) {
           TG_RETURN_IF_ERROR(encode_sender(segments_[owner][s], part, &own_payloads_[s]));
@@ -222,7 +218,7 @@ class BlockReduceTask : public CollectiveTask {
     const size_t bound = payload_bound(*op_.codec, n);
     out->resize(bound);
     EncodeContext encode;
-    encode.seed = encoding_seed(op_, kOwnerPart | s, /*per_rank=*/true);
+    encode.seed = encoding_seed(op_, block_owner_part(s), /*per_rank=*/true);
     size_t written = 0;
     TG_RETURN_IF_ERROR(
         op_.codec->encode(float_view(value, n), encode, out->data(), bound, &written));

@@ -27,6 +27,7 @@
 // 2 (P-1)/P n bytes times b.
 #pragma once
 
+#include <algorithm>
 #include <memory>
 
 #include "collectives/compressed/compressed_kit.h"
@@ -34,6 +35,17 @@
 namespace tidegate {
 
 enum class BlockCombine { kDecodeAndReencode, kSumPayloads };
+
+// Elements per segment: TIDEGATE_SEGMENT_BYTES / 4.
+inline int64_t block_segment_elements(const Config& config) {
+  return std::max<int64_t>(1, config.segment_bytes() / 4);
+}
+// encoding_seed() parts: a sender's encoding of segment s of `owner`'s block, and the owner's
+// encoding of its combined segment s (per rank: the encoding rank's seed).
+inline uint64_t block_sender_part(int owner, size_t s) {
+  return (uint64_t{1} << 62) | (static_cast<uint64_t>(owner) << 32) | s;
+}
+inline uint64_t block_owner_part(size_t s) { return (uint64_t{2} << 62) | s; }
 
 // The task for `op` (checked by check_compressed_op) with messages of `header`.
 std::unique_ptr<CollectiveTask> make_block_reduce_task(const TaskContext& context,

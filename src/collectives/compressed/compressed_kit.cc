@@ -5,6 +5,7 @@
 #include "collectives/algorithms.h"
 #include "compress/float_io.h"
 #include "compress/seeded_random.h"
+#include "compress/topk.h"
 
 namespace tidegate {
 
@@ -84,6 +85,26 @@ Status load_compensated(const CompressedOp& op, int64_t offset, int64_t n, float
   TG_RETURN_IF_ERROR(op.state->sender().float_residual(op.key, op.count(), &all));
   *residual = all + offset;
   add_floats(*residual, n, dst);
+  return Status::ok();
+}
+
+Status encode_whole(const CompressedOp& op, const TensorView& compensated, uint64_t seed,
+                    std::vector<uint8_t>* payload) {
+  const size_t bound = op.codec->max_payload_bytes(compensated);
+  payload->resize(bound);
+  size_t written = 0;
+  if (op.codec->id() == CodecId::kTopK) {
+    TopKMemory& memory = op.state->topk(op.key);
+    if (memory.reuses >= kTopKReuseSteps) memory = TopKMemory();
+    TG_RETURN_IF_ERROR(static_cast<const TopKCodec&>(*op.codec).encode_reusing_threshold(
+        compensated, &memory.threshold, payload->data(), bound, &written));
+    ++memory.reuses;
+  } else {
+    EncodeContext encode;
+    encode.seed = seed;
+    TG_RETURN_IF_ERROR(op.codec->encode(compensated, encode, payload->data(), bound, &written));
+  }
+  payload->resize(written);
   return Status::ok();
 }
 

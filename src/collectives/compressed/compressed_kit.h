@@ -61,6 +61,13 @@ Status check_finite_input(const CompressedOp& op);
 Status load_compensated(const CompressedOp& op, int64_t offset, int64_t n, float* dst,
                         float** residual);
 
+// The sender's encoding of a whole tensor (the allgather and sparse reduce-scatter): the codec's
+// encode(), except that top-k reuses its threshold from the key's previous steps (re-sampled
+// every kTopKReuseSteps steps, as Ok-Topk recomputes it), which changes the time, not the bytes.
+inline constexpr int kTopKReuseSteps = 8;
+Status encode_whole(const CompressedOp& op, const TensorView& compensated, uint64_t seed,
+                    std::vector<uint8_t>* payload);
+
 // residual[i] = compensated[i] - sent[i]: what this encoding left out.
 void update_residual(float* residual, const float* compensated, const float* sent, int64_t n);
 

@@ -33,13 +33,8 @@ class PayloadAllgatherTask : public CollectiveTask {
     std::vector<float> compensated(static_cast<size_t>(n));
     float* residual = nullptr;
     TG_RETURN_IF_ERROR(load_compensated(op_, 0, n, compensated.data(), &residual));
-    mine_.resize(bound);
-    size_t written = 0;
-    EncodeContext encode;
-    encode.seed = encoding_seed(op_, 0, /*per_rank=*/true);
-    TG_RETURN_IF_ERROR(op_.codec->encode(float_view(compensated.data(), n), encode, mine_.data(),
-                                         bound, &written));
-    mine_.resize(written);
+    TG_RETURN_IF_ERROR(encode_whole(op_, float_view(compensated.data(), n),
+                                    encoding_seed(op_, 0, /*per_rank=*/true), &mine_));
     if (residual != nullptr) {
       std::vector<float> sent(static_cast<size_t>(n));
       TG_RETURN_IF_ERROR(op_.codec->decode(mine_.data(), mine_.size(), float_view(sent.data(), n)));

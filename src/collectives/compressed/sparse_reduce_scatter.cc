@@ -63,13 +63,10 @@ class SparseReduceScatterTask : public CollectiveTask {
     std::vector<float> compensated(static_cast<size_t>(n)), sent(static_cast<size_t>(n));
     float* residual = nullptr;
     TG_RETURN_IF_ERROR(load_compensated(op_, 0, n, compensated.data(), &residual));
-    const size_t bound = payload_bound(*op_.codec, n);
-    std::vector<uint8_t> payload(bound);
-    EncodeContext encode;
-    encode.seed = encoding_seed(op_, 0, /*per_rank=*/true);
-    size_t written = 0;
-    TG_RETURN_IF_ERROR(op_.codec->encode(float_view(compensated.data(), n), encode, payload.data(),
-                                         bound, &written));
+    std::vector<uint8_t> payload;
+    TG_RETURN_IF_ERROR(encode_whole(op_, float_view(compensated.data(), n),
+                                    encoding_seed(op_, 0, /*per_rank=*/true), &payload));
+    const size_t written = payload.size();
     // What the encoding keeps, as a dense tensor (zeros elsewhere): the sender's own view.
     TG_RETURN_IF_ERROR(op_.codec->decode(payload.data(), written, float_view(sent.data(), n)));
     if (residual != nullptr) update_residual(residual, compensated.data(), sent.data(), n);
