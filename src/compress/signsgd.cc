@@ -9,6 +9,7 @@
 //   PayloadHeader (codec, dtype, count) | u32 voters | u8 width | 3 zero bytes | counts
 // Spec: signsgd (no parameters). Deterministic; biased, so it asks for error feedback.
 #include <algorithm>
+#include <array>
 #include <cstring>
 #include <memory>
 #include <string>
@@ -30,6 +31,36 @@ namespace {
 constexpr int64_t kChunk = kSignBlock;
 constexpr size_t kParamBytes = 8;
 constexpr uint32_t kMaxVoters = uint32_t{1} << 31;
+
+// Vote counts of `width` bits: up to 255 voters (width <= 8) through the byte-code fast path
+// (pack_codes / unpack_codes), beyond that through the general bit packer. Both read and write
+// the same stream.
+void unpack_counts(const uint8_t* in, int64_t n, unsigned width, uint32_t* counts) {
+  if (width > 8) {
+    unpack_bits(in, n, width, counts);
+    return;
+  }
+  uint8_t codes[kChunk];
+  unpack_codes(in, n, width, codes);
+  for (int64_t i = 0; i < n; ++i) counts[i] = codes[i];
+}
+
+void pack_counts(const uint32_t* counts, int64_t n, unsigned width, uint8_t* out) {
+  if (width > 8) {
+    pack_bits(counts, n, width, out);
+    return;
+  }
+  uint8_t codes[kChunk];
+  for (int64_t i = 0; i < n; ++i) codes[i] = static_cast<uint8_t>(counts[i]);
+  pack_codes(codes, n, width, out);
+}
+
+// The largest of n byte codes (vectorised).
+uint8_t max_code(const uint8_t* codes, int64_t n) {
+  uint8_t most = 0;
+  for (int64_t i = 0; i < n; ++i) most = codes[i] > most ? codes[i] : most;
+  return most;
+}
 
 struct Votes {
   uint32_t voters = 0;
@@ -134,11 +165,21 @@ Status SignSgdCodec::parse(const uint8_t* payload, size_t bytes, int64_t count,
 // Counts above the number of voters cannot come from an encoder or a sum.
 Status SignSgdCodec::check_counts(const Votes& votes, int64_t count) const {
   if (votes.voters == 1) return Status::ok();  // every 1-bit count is valid
+  if (votes.width <= 8) {
+    uint8_t codes[kChunk];
+    for (int64_t first = 0; first < count; first += kChunk) {
+      const int64_t n = std::min(kChunk, count - first);
+      unpack_codes(votes.counts + static_cast<size_t>(first / 8) * votes.width, n, votes.width,
+                   codes);
+      if (max_code(codes, n) > votes.voters) break;  // found below, with its element
+      if (first + n >= count) return Status::ok();
+    }
+  }
   uint32_t values[kChunk];
   for (int64_t first = 0; first < count; first += kChunk) {
     const int64_t n = std::min(kChunk, count - first);
-    unpack_bits(votes.counts + static_cast<size_t>(first / 8) * votes.width, n, votes.width,
-                values);
+    unpack_counts(votes.counts + static_cast<size_t>(first / 8) * votes.width, n, votes.width,
+                  values);
     for (int64_t i = 0; i < n; ++i) {
       if (values[i] > votes.voters) {
         return protocol_error("signsgd payload counts " + std::to_string(values[i]) +
@@ -159,6 +200,11 @@ Status SignSgdCodec::decode_into(const uint8_t* payload, size_t bytes, const Ten
   float values[kChunk];
   uint32_t counts[kChunk];
   const bool direct = output.dtype == TIDEGATE_FLOAT32;
+  std::array<float, 256> vote_table{};
+  for (uint32_t c = 0; c < 256 && c <= votes.voters; ++c) {
+    const uint64_t twice = uint64_t{c} * 2;
+    vote_table[c] = twice > votes.voters ? -1.0f : (twice < votes.voters ? 1.0f : 0.0f);
+  }
   for (int64_t first = 0; first < output.count; first += kChunk) {
     const int64_t n = std::min(kChunk, output.count - first);
     const uint8_t* packed = votes.counts + static_cast<size_t>(first / 8) * votes.width;
@@ -166,8 +212,18 @@ Status SignSgdCodec::decode_into(const uint8_t* payload, size_t bytes, const Ten
     const bool add_here = direct && add;
     if (votes.voters == 1) {
       unpack_signs(packed, n, 1.0f, out, add_here);
+    } else if (votes.width <= 8) {
+      // The vote of every possible count, looked up: no branch per element.
+      uint8_t codes[kChunk];
+      unpack_codes(packed, n, votes.width, codes);
+      const float* vote = vote_table.data();
+      if (add_here) {
+        for (int64_t i = 0; i < n; ++i) out[i] += vote[codes[i]];
+      } else {
+        for (int64_t i = 0; i < n; ++i) out[i] = vote[codes[i]];
+      }
     } else {
-      unpack_bits(packed, n, votes.width, counts);
+      unpack_counts(packed, n, votes.width, counts);
       const uint64_t voters = votes.voters;
       for (int64_t i = 0; i < n; ++i) {
         const uint64_t twice = uint64_t{counts[i]} * 2;
@@ -202,13 +258,26 @@ Status SignSgdCodec::sum_payloads(const uint8_t* a, size_t a_bytes, const uint8_
   writer.put<uint32_t>(width);  // width and three zero bytes
   uint8_t* counts = writer.claim(packed_bytes(static_cast<uint64_t>(like.count), width));
   TG_RETURN_IF_ERROR(writer.status());
+  if (width <= 8) {
+    // Both inputs are narrower than the sum: byte codes added without widening.
+    uint8_t ca[kChunk], cb[kChunk];
+    for (int64_t first = 0; first < like.count; first += kChunk) {
+      const int64_t n = std::min(kChunk, like.count - first);
+      unpack_codes(va.counts + static_cast<size_t>(first / 8) * va.width, n, va.width, ca);
+      unpack_codes(vb.counts + static_cast<size_t>(first / 8) * vb.width, n, vb.width, cb);
+      for (int64_t i = 0; i < n; ++i) ca[i] = static_cast<uint8_t>(ca[i] + cb[i]);
+      pack_codes(ca, n, width, counts + static_cast<size_t>(first / 8) * width);
+    }
+    *written = writer.size();
+    return Status::ok();
+  }
   uint32_t ca[kChunk], cb[kChunk];
   for (int64_t first = 0; first < like.count; first += kChunk) {
     const int64_t n = std::min(kChunk, like.count - first);
-    unpack_bits(va.counts + static_cast<size_t>(first / 8) * va.width, n, va.width, ca);
-    unpack_bits(vb.counts + static_cast<size_t>(first / 8) * vb.width, n, vb.width, cb);
+    unpack_counts(va.counts + static_cast<size_t>(first / 8) * va.width, n, va.width, ca);
+    unpack_counts(vb.counts + static_cast<size_t>(first / 8) * vb.width, n, vb.width, cb);
     for (int64_t i = 0; i < n; ++i) ca[i] += cb[i];
-    pack_bits(ca, n, width, counts + static_cast<size_t>(first / 8) * width);
+    pack_counts(ca, n, width, counts + static_cast<size_t>(first / 8) * width);
   }
   *written = writer.size();
   return Status::ok();

@@ -1,6 +1,7 @@
 #include "collectives/compressed/block_reduce.h"
 
 #include <algorithm>
+#include <cstring>
 #include <map>
 #include <string>
 #include <vector>
@@ -21,7 +22,11 @@ class BlockReduceTask : public CollectiveTask {
  public:
   BlockReduceTask(const TaskContext& context, const CompressedOp& op, const WireHeader& header,
                   BlockCombine combine, const char* name)
-      : messenger_(context, header), op_(op), combine_(combine), name_(name) {
+      : messenger_(context, header),
+        op_(op),
+        combine_(combine),
+        name_(name),
+        inbox_(&op.state->buffers()) {
     const int64_t segment = block_segment_elements(*context.config);
     segments_.resize(static_cast<size_t>(op.size));
     for (int c = 0; c < op.size; ++c) {
@@ -39,7 +44,9 @@ class BlockReduceTask : public CollectiveTask {
   bool has_local_work() const override { return next_wave_ < waves_; }
 
   Status start() override {
-    TG_RETURN_IF_ERROR(check_finite_input(op_));
+    // With error feedback, a refused input must leave every residual as it was: look at it all
+    // before the first segment's residual changes. (Without, the codec refuses it, per segment.)
+    if (op_.error_feedback) TG_RETURN_IF_ERROR(check_finite_input(op_));
     const std::vector<Segment>& mine = segments_[op_.rank];
     int64_t longest = 0;
     for (const auto& block : segments_) {
@@ -112,22 +119,16 @@ class BlockReduceTask : public CollectiveTask {
 
   // Encodes input + sender residual of [segment.offset, +length) into *payload (error feedback
   // updates the residual with what the payload leaves out).
-  Status encode_sender(const Segment& segment, uint64_t part, std::vector<uint8_t>* payload) {
+  Status encode_sender(const Segment& segment, uint64_t part, PooledBuffer* payload) {
+    const float* values = nullptr;
     float* residual = nullptr;
-    TG_RETURN_IF_ERROR(
-        load_compensated(op_, segment.offset, segment.length, compensated_.data(), &residual));
-    const size_t bound = payload_bound(*op_.codec, segment.length);
-    payload->resize(bound);
-    EncodeContext encode;
-    encode.seed = encoding_seed(op_, part, /*per_rank=*/true);
-    size_t written = 0;
-    TG_RETURN_IF_ERROR(op_.codec->encode(float_view(compensated_.data(), segment.length), encode,
-                                         payload->data(), bound, &written));
-    payload->resize(written);
-    if (residual != nullptr) {
-      TG_RETURN_IF_ERROR(
-          op_.codec->decode(payload->data(), written, float_view(decoded_.data(), segment.length)));
-      update_residual(residual, compensated_.data(), decoded_.data(), segment.length);
+    TG_RETURN_IF_ERROR(load_compensated(op_, segment.offset, segment.length, compensated_.data(),
+                                        &values, &residual));
+    Status encoded = encode_slice(op_, values, segment.length, encoding_seed(op_, part, true),
+                                  residual, decoded_.data(), payload);
+    if (!encoded.is_ok()) {
+      return std::move(encoded).with_context(std::string(name_) + ": elements from " +
+                                             std::to_string(segment.offset) + ": ");
     }
     return Status::ok();
   }
@@ -144,9 +145,9 @@ class BlockReduceTask : public CollectiveTask {
         }
         continue;
       }
-      std::vector<uint8_t>& payload = sender_payloads_[owner][s];
+      PooledBuffer& payload = sender_payloads_[owner][s];
       TG_RETURN_IF_ERROR(encode_sender(segments_[owner][s], part, &payload));
-      TG_RETURN_IF_ERROR(outbox_.send(messenger_, owner, s, payload.data(), payload.size()));
+      TG_RETURN_IF_ERROR(outbox_.send(messenger_, owner, s, payload.data(), payload.size));
     }
     return Status::ok();
   }
@@ -160,7 +161,7 @@ class BlockReduceTask : public CollectiveTask {
 
   Status reduce_segment(size_t s) {
     const Segment& segment = segments_[op_.rank][s];
-    std::vector<uint8_t>& out = owner_payloads_[s];
+    PooledBuffer& out = owner_payloads_[s];
     if (combine_ == BlockCombine::kDecodeAndReencode) {
       TG_RETURN_IF_ERROR(decode_and_reencode(s, segment, &out));
     } else {
@@ -176,10 +177,10 @@ class BlockReduceTask : public CollectiveTask {
   Status flush_gathers() {
     if (next_wave_ < waves_) return Status::ok();
     for (size_t s : ready_to_gather_) {
-      const std::vector<uint8_t>& out = owner_payloads_[s];
+      const PooledBuffer& out = owner_payloads_[s];
       for (int step = 1; step < op_.size; ++step) {
         const int to = (op_.rank + step) % op_.size;
-        TG_RETURN_IF_ERROR(outbox_.send(messenger_, to, gather_base_ + s, out.data(), out.size()));
+        TG_RETURN_IF_ERROR(outbox_.send(messenger_, to, gather_base_ + s, out.data(), out.size));
       }
     }
     ready_to_gather_.clear();
@@ -188,16 +189,17 @@ class BlockReduceTask : public CollectiveTask {
 
   // The float32 sum of the P contributions in rank order (this rank's own input exactly), then
   // the owner's encoding of it; leaves the decoded result in the output.
-  Status decode_and_reencode(size_t s, const Segment& segment, std::vector<uint8_t>* out) {
+  Status decode_and_reencode(size_t s, const Segment& segment, PooledBuffer* out) {
     const int64_t n = segment.length;
     float* sum = sum_.data();
     std::fill(sum, sum + n, 0.0f);
     for (int r = 0; r < op_.size; ++r) {
       if (r == op_.rank) {
+        const float* own = nullptr;
         float* residual = nullptr;
         TG_RETURN_IF_ERROR(
-            load_compensated(op_, segment.offset, n, compensated_.data(), &residual));
-        for (int64_t i = 0; i < n; ++i) sum[i] += compensated_[i];
+            load_compensated(op_, segment.offset, n, compensated_.data(), &own, &residual));
+        for (int64_t i = 0; i < n; ++i) sum[i] += own[i];
         if (residual != nullptr) std::fill(residual, residual + n, 0.0f);  // sent exactly
         continue;
       }
@@ -213,71 +215,73 @@ class BlockReduceTask : public CollectiveTask {
     }
     // The owner encodes the average once, so every rank gets its bits.
     const float ranks = static_cast<float>(op_.size);
-    float* value = compensated_.data();
-    for (int64_t i = 0; i < n; ++i) value[i] = op_.average ? sum[i] / ranks : sum[i];
-    const size_t bound = payload_bound(*op_.codec, n);
-    out->resize(bound);
+    const float* value = sum;
+    if (op_.average) {
+      float* scaled = compensated_.data();
+      for (int64_t i = 0; i < n; ++i) scaled[i] = sum[i] / ranks;
+      value = scaled;
+    }
     EncodeContext encode;
     encode.seed = encoding_seed(op_, block_owner_part(s), /*per_rank=*/true);
-    size_t written = 0;
+    const size_t bound = payload_bound(*op_.codec, n);
+    *out = op_.state->buffers().take(bound);
     TG_RETURN_IF_ERROR(
-        op_.codec->encode(float_view(value, n), encode, out->data(), bound, &written));
-    out->resize(written);
-    TG_RETURN_IF_ERROR(op_.codec->decode(out->data(), written, float_view(decoded_.data(), n)));
+        op_.codec->encode(float_view(value, n), encode, out->data(), bound, &out->size));
+    float* decoded = result_slot(op_, segment.offset, decoded_.data());
+    TG_RETURN_IF_ERROR(op_.codec->decode(out->data(), out->size, float_view(decoded, n)));
     if (residual != nullptr) {
       // Kept in the sum's domain: what the encoding left out of the sum, whatever the op.
       for (int64_t i = 0; i < n; ++i) {
-        residual[i] = sum[i] - (op_.average ? decoded_[i] * ranks : decoded_[i]);
+        residual[i] = sum[i] - (op_.average ? decoded[i] * ranks : decoded[i]);
       }
     }
-    store_result(op_, decoded_.data(), segment.offset, n);
+    finish_result(op_, decoded, segment.offset, n);
     return Status::ok();
   }
 
   // The P encoded contributions summed in the compressed domain in rank order.
-  Status sum_payloads(size_t s, const Segment& segment, std::vector<uint8_t>* out) {
+  Status sum_payloads(size_t s, const Segment& segment, PooledBuffer* out) {
     const int64_t n = segment.length;
     const TensorView like = float_view(static_cast<float*>(nullptr), n);
-    std::vector<uint8_t> next;
+    BufferPool& pool = op_.state->buffers();
     for (int r = 0; r < op_.size; ++r) {
-      const uint8_t* payload = nullptr;
-      size_t bytes = 0;
-      if (r == op_.rank) {
-        payload = own_payloads_[s].data();
-        bytes = own_payloads_[s].size();
-      } else {
+      const PooledBuffer* mine = r == op_.rank ? &own_payloads_[s] : nullptr;
+      const uint8_t* payload = mine != nullptr ? mine->data() : nullptr;
+      size_t bytes = mine != nullptr ? mine->size : 0;
+      if (mine == nullptr) {
         const Inbox::Message& m = inbox_.message(contributions_[s][r]);
         payload = m.buffer.data();
         bytes = m.bytes;
       }
+      const size_t capacity = op_.codec->max_summed_payload_bytes(like, r + 1);
+      PooledBuffer next = pool.take(std::max(capacity, bytes));
       if (r == 0) {
-        out->assign(payload, payload + bytes);
-        continue;
+        std::memcpy(next.data(), payload, bytes);
+        next.size = bytes;
+      } else {
+        Status summed = op_.codec->sum_payloads(out->data(), out->size, payload, bytes, like,
+                                                next.data(), capacity, &next.size);
+        if (!summed.is_ok()) return contribution_error(r, s, summed);
       }
-      next.resize(op_.codec->max_summed_payload_bytes(like, r + 1));
-      size_t written = 0;
-      Status summed = op_.codec->sum_payloads(out->data(), out->size(), payload, bytes, like,
-                                              next.data(), next.size(), &written);
-      if (!summed.is_ok()) return contribution_error(r, s, summed);
-      next.resize(written);
-      out->swap(next);
+      *out = std::move(next);
     }
-    TG_RETURN_IF_ERROR(op_.codec->decode(out->data(), out->size(), float_view(decoded_.data(), n)));
-    store_result(op_, decoded_.data(), segment.offset, n);
+    float* decoded = result_slot(op_, segment.offset, decoded_.data());
+    TG_RETURN_IF_ERROR(op_.codec->decode(out->data(), out->size, float_view(decoded, n)));
+    finish_result(op_, decoded, segment.offset, n);
     return Status::ok();
   }
 
   // An owner's combined segment: decoded into the output, as the owner did itself.
   Status deliver(const Inbox::Message& m, size_t s) {
     const Segment& segment = segments_[m.peer][s];
-    Status decoded =
-        op_.codec->decode(m.buffer.data(), m.bytes, float_view(decoded_.data(), segment.length));
+    float* slot = result_slot(op_, segment.offset, decoded_.data());
+    Status decoded = op_.codec->decode(m.buffer.data(), m.bytes, float_view(slot, segment.length));
     if (!decoded.is_ok()) {
       return Status(decoded.code(), std::string(name_) + ": rank " + std::to_string(m.peer) +
                                         "'s combined segment " + std::to_string(s) +
                                         " does not decode: " + decoded.message());
     }
-    store_result(op_, decoded_.data(), segment.offset, segment.length);
+    finish_result(op_, slot, segment.offset, segment.length);
     return Status::ok();
   }
 
@@ -292,9 +296,9 @@ class BlockReduceTask : public CollectiveTask {
   std::vector<int> missing_;                        // per own segment: contributions not in yet
   std::vector<std::vector<size_t>> contributions_;  // per own segment, per rank: inbox index
   std::map<size_t, size_t> gathered_segment_;       // inbox index -> segment of its owner's block
-  std::vector<std::vector<std::vector<uint8_t>>> sender_payloads_;  // per block, per segment
-  std::vector<std::vector<uint8_t>> own_payloads_;    // kSumPayloads: this rank's own encodings
-  std::vector<std::vector<uint8_t>> owner_payloads_;  // per own segment: the combined encoding
+  std::vector<std::vector<PooledBuffer>> sender_payloads_;  // per block, per segment
+  std::vector<PooledBuffer> own_payloads_;    // kSumPayloads: this rank's own encodings
+  std::vector<PooledBuffer> owner_payloads_;  // per own segment: the combined encoding
   size_t reduced_ = 0;
   std::vector<size_t> ready_to_gather_;             // reduced, not yet sent (flush_gathers)
   std::vector<float> compensated_, decoded_, sum_;  // scratch of one segment

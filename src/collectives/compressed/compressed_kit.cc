@@ -76,22 +76,42 @@ Status check_finite_input(const CompressedOp& op) {
   return Status::ok();
 }
 
-Status load_compensated(const CompressedOp& op, int64_t offset, int64_t n, float* dst,
-                        float** residual) {
-  load_floats(op.input, offset, n, dst);
+Status load_compensated(const CompressedOp& op, int64_t offset, int64_t n, float* scratch,
+                        const float** values, float** residual) {
   *residual = nullptr;
+  if (!op.error_feedback && op.input.dtype == TIDEGATE_FLOAT32) {
+    *values = static_cast<const float*>(op.input.data) + offset;
+    return Status::ok();
+  }
+  load_floats(op.input, offset, n, scratch);
+  *values = scratch;
   if (!op.error_feedback) return Status::ok();
   float* all = nullptr;
   TG_RETURN_IF_ERROR(op.state->sender().float_residual(op.key, op.count(), &all));
   *residual = all + offset;
-  add_floats(*residual, n, dst);
+  add_floats(*residual, n, scratch);
+  return Status::ok();
+}
+
+Status encode_slice(const CompressedOp& op, const float* values, int64_t n, uint64_t seed,
+                    float* residual, float* scratch, PooledBuffer* payload) {
+  const size_t bound = payload_bound(*op.codec, n);
+  *payload = op.state->buffers().take(bound);
+  EncodeContext encode;
+  encode.seed = seed;
+  TG_RETURN_IF_ERROR(
+      op.codec->encode(float_view(values, n), encode, payload->data(), bound, &payload->size));
+  if (residual != nullptr) {
+    TG_RETURN_IF_ERROR(op.codec->decode(payload->data(), payload->size, float_view(scratch, n)));
+    update_residual(residual, values, scratch, n);
+  }
   return Status::ok();
 }
 
 Status encode_whole(const CompressedOp& op, const TensorView& compensated, uint64_t seed,
-                    std::vector<uint8_t>* payload) {
+                    PooledBuffer* payload) {
   const size_t bound = op.codec->max_payload_bytes(compensated);
-  payload->resize(bound);
+  *payload = op.state->buffers().take(bound);
   size_t written = 0;
   if (op.codec->id() == CodecId::kTopK) {
     TopKMemory& memory = op.state->topk(op.key);
@@ -104,7 +124,7 @@ Status encode_whole(const CompressedOp& op, const TensorView& compensated, uint6
     encode.seed = seed;
     TG_RETURN_IF_ERROR(op.codec->encode(compensated, encode, payload->data(), bound, &written));
   }
-  payload->resize(written);
+  payload->size = written;
   return Status::ok();
 }
 
@@ -127,6 +147,15 @@ Status make_sub_allreduce(const TaskContext& context, const CollectiveArgs& pare
   sub.sub_step = sub_step;
   if (context.sub_allreduce) return context.sub_allreduce(context, sub, task);
   return make_allreduce_ring(context, sub, task);
+}
+
+float* result_slot(const CompressedOp& op, int64_t offset, float* scratch) {
+  return op.output.dtype == TIDEGATE_FLOAT32 ? static_cast<float*>(op.output.data) + offset
+                                             : scratch;
+}
+
+void finish_result(const CompressedOp& op, const float* slot, int64_t offset, int64_t n) {
+  if (op.output.dtype != TIDEGATE_FLOAT32) store_result(op, slot, offset, n);
 }
 
 size_t payload_bound(const Codec& codec, int64_t n) {
@@ -165,27 +194,36 @@ Status Inbox::receive(Messenger& messenger, int peer, uint64_t chunk, size_t bou
   message.peer = peer;
   message.chunk = chunk;
   message.tag = tag;
-  message.buffer.resize(bound);
+  message.buffer = pool_->take(bound);
   messages_.push_back(std::move(message));
   Message& posted = messages_.back();
   TG_RETURN_IF_ERROR(
       messenger.recv_bounded(peer, chunk, posted.buffer.data(), bound, &posted.handle));
   ++pending_;
   *index = messages_.size() - 1;
+  pending_list_.push_back(*index);
   return Status::ok();
 }
 
 Status Inbox::poll(Messenger& messenger, std::vector<size_t>* arrived) {
-  for (size_t i = 0; i < messages_.size() && pending_ > 0; ++i) {
+  // Only the receives still pending are tested, in posting order (the order they usually
+  // complete in); the list keeps that order as arrivals leave it.
+  size_t kept = 0;
+  for (size_t k = 0; k < pending_list_.size(); ++k) {
+    const size_t i = pending_list_[k];
     Message& message = messages_[i];
-    if (message.arrived) continue;
     bool done = false;
-    TG_RETURN_IF_ERROR(messenger.test(&message.handle, &done, &message.bytes));
-    if (!done) continue;
+    TG_RETURN_IF_ERROR(messenger.test(&message.handle, &done, &message.buffer.size));
+    if (!done) {
+      pending_list_[kept++] = i;
+      continue;
+    }
+    message.bytes = message.buffer.size;
     message.arrived = true;
     --pending_;
     arrived->push_back(i);
   }
+  pending_list_.resize(kept);
   return Status::ok();
 }
 

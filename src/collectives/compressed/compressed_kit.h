@@ -13,6 +13,7 @@
 #pragma once
 
 #include <cstdint>
+#include <deque>
 #include <memory>
 #include <vector>
 
@@ -56,23 +57,36 @@ uint64_t encoding_seed(const CompressedOp& op, uint64_t part, bool per_rank);
 // ok. Run before any residual changes, so that a refused input leaves every residual as it was.
 Status check_finite_input(const CompressedOp& op);
 
-// dst[0, n) = input[offset, offset + n) as float32, plus the sender's residual of the key there
-// when error feedback is on; *residual then points at that residual slice (else nullptr).
-Status load_compensated(const CompressedOp& op, int64_t offset, int64_t n, float* dst,
-                        float** residual);
+// input[offset, offset + n) as float32, plus the sender's residual of the key there when error
+// feedback is on (*residual then points at that residual slice, else nullptr): written into
+// scratch (n floats) and *values points there; but a float32 input without error feedback is
+// used where it lies (*values points into it: no copy).
+Status load_compensated(const CompressedOp& op, int64_t offset, int64_t n, float* scratch,
+                        const float** values, float** residual);
 
 // The sender's encoding of a whole tensor (the allgather and sparse reduce-scatter): the codec's
 // encode(), except that top-k reuses its threshold from the key's previous steps (re-sampled
 // every kTopKReuseSteps steps, as Ok-Topk recomputes it), which changes the time, not the bytes.
 inline constexpr int kTopKReuseSteps = 8;
 Status encode_whole(const CompressedOp& op, const TensorView& compensated, uint64_t seed,
-                    std::vector<uint8_t>* payload);
+                    PooledBuffer* payload);
+
+// Encodes values[0, n) into *payload (a buffer of the codec's bound from the op's pool, its size
+// set to the payload's); with a residual, decodes the payload into `scratch` (n floats) and
+// updates the residual with what the encoding left out.
+Status encode_slice(const CompressedOp& op, const float* values, int64_t n, uint64_t seed,
+                    float* residual, float* scratch, PooledBuffer* payload);
 
 // residual[i] = compensated[i] - sent[i]: what this encoding left out.
 void update_residual(float* residual, const float* compensated, const float* sent, int64_t n);
 
 // Writes result[0, n) (float32) into output[offset, offset + n) in the output's dtype.
 void store_result(const CompressedOp& op, const float* result, int64_t offset, int64_t n);
+
+// Where to decode output[offset, offset + n): the output itself when it is float32 (no copy),
+// else `scratch` (n floats), which finish_result() then stores in the output's dtype.
+float* result_slot(const CompressedOp& op, int64_t offset, float* scratch);
+void finish_result(const CompressedOp& op, const float* slot, int64_t offset, int64_t n);
 
 // The task of a dense float32 allreduce of buffer[0, n) (in place) that a compressed algorithm
 // runs inside itself; sub_step (1, 2, ...) gives its messages their own identity. Built by the
@@ -86,7 +100,7 @@ size_t payload_bound(const Codec& codec, int64_t n);
 TensorView float_view(float* data, int64_t n);
 TensorView float_view(const float* data, int64_t n);
 
-// Sends of variable-size payloads; the buffers must stay alive until all() reports done.
+// Sends of variable-size payloads; the buffers must stay alive until all_sent() reports done.
 class Outbox {
  public:
   // Posts payload[0, bytes) to peer as message `chunk`.
@@ -107,12 +121,14 @@ class Inbox {
   struct Message {
     int peer = 0;
     uint64_t chunk = 0;
-    std::vector<uint8_t> buffer;  // capacity: the bound
-    size_t bytes = 0;             // length received
+    PooledBuffer buffer;  // capacity: the bound
+    size_t bytes = 0;     // length received
     Transport::Handle handle = 0;
     bool arrived = false;
     int tag = 0;  // the algorithm's own index for the message
   };
+
+  explicit Inbox(BufferPool* pool) : pool_(pool) {}
 
   // Posts a receive of message `chunk` from peer, at most `bound` bytes; returns its index.
   Status receive(Messenger& messenger, int peer, uint64_t chunk, size_t bound, int tag,
@@ -124,7 +140,9 @@ class Inbox {
   bool all_arrived() const { return pending_ == 0; }
 
  private:
-  std::vector<Message> messages_;
+  BufferPool* pool_;
+  std::deque<Message> messages_;  // a deque: posted buffers and handles never move
+  std::vector<size_t> pending_list_;
   size_t pending_ = 0;
 };
 

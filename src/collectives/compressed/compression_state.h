@@ -24,6 +24,7 @@
 
 #include "base/status.h"
 #include "base/types.h"
+#include "collectives/compressed/buffer_pool.h"
 #include "compress/error_feedback.h"
 #include "compress/powersgd_math.h"
 
@@ -46,6 +47,9 @@ class CompressionState {
 
   // The key's step, then advances it (the engine calls it once per op, in posting order).
   uint64_t next_step(uint64_t key) { return steps_[key]++; }
+
+  // Payload and scratch buffers of the ops (not part of any checkpoint).
+  BufferPool& buffers() { return buffers_; }
   uint64_t step(uint64_t key) const;
 
   // Adds the key's residuals (sender's and owner's) into `dense`, a tensor about to be sent
@@ -77,6 +81,7 @@ class CompressionState {
   std::map<uint64_t, PowerSgdState> powersgd_;
   std::map<uint64_t, TopKMemory> topk_;
   std::map<uint64_t, uint64_t> steps_;
+  BufferPool buffers_;
 };
 
 }  // namespace tidegate

@@ -9,6 +9,7 @@
 // Volume per rank, with b the payload size of the whole tensor (top-k: k (index bits + 32) / 8
 // bytes, or the bitmap or dense layout when smaller): (P - 1) b sent and (P - 1) b received, in
 // one round: alpha + (P - 1) b beta, plus encode(n) + P decode_add(n).
+#include <algorithm>
 #include <memory>
 #include <vector>
 
@@ -22,24 +23,26 @@ namespace {
 class PayloadAllgatherTask : public CollectiveTask {
  public:
   PayloadAllgatherTask(const TaskContext& context, const CompressedOp& op, const WireHeader& header)
-      : messenger_(context, header), op_(op) {}
+      : messenger_(context, header), op_(op), inbox_(&op.state->buffers()) {}
 
   const char* algorithm() const override { return "allgather"; }
 
   Status start() override {
     const int64_t n = op_.count();
-    TG_RETURN_IF_ERROR(check_finite_input(op_));
-    const size_t bound = payload_bound(*op_.codec, n);
-    std::vector<float> compensated(static_cast<size_t>(n));
+    if (op_.error_feedback) TG_RETURN_IF_ERROR(check_finite_input(op_));
+    BufferPool& pool = op_.state->buffers();
+    PooledBuffer scratch = pool.take_floats(n);
+    const float* compensated = nullptr;
     float* residual = nullptr;
-    TG_RETURN_IF_ERROR(load_compensated(op_, 0, n, compensated.data(), &residual));
-    TG_RETURN_IF_ERROR(encode_whole(op_, float_view(compensated.data(), n),
+    TG_RETURN_IF_ERROR(load_compensated(op_, 0, n, scratch.floats(), &compensated, &residual));
+    TG_RETURN_IF_ERROR(encode_whole(op_, float_view(compensated, n),
                                     encoding_seed(op_, 0, /*per_rank=*/true), &mine_));
     if (residual != nullptr) {
-      std::vector<float> sent(static_cast<size_t>(n));
-      TG_RETURN_IF_ERROR(op_.codec->decode(mine_.data(), mine_.size(), float_view(sent.data(), n)));
-      update_residual(residual, compensated.data(), sent.data(), n);
+      PooledBuffer sent = pool.take_floats(n);
+      TG_RETURN_IF_ERROR(op_.codec->decode(mine_.data(), mine_.size, float_view(sent.floats(), n)));
+      update_residual(residual, compensated, sent.floats(), n);
     }
+    const size_t bound = payload_bound(*op_.codec, n);
     for (int step = 1; step < op_.size; ++step) {
       const int from = (op_.rank - step + op_.size) % op_.size;
       size_t index = 0;
@@ -47,7 +50,7 @@ class PayloadAllgatherTask : public CollectiveTask {
     }
     for (int step = 1; step < op_.size; ++step) {
       const int to = (op_.rank + step) % op_.size;
-      TG_RETURN_IF_ERROR(outbox_.send(messenger_, to, 0, mine_.data(), mine_.size()));
+      TG_RETURN_IF_ERROR(outbox_.send(messenger_, to, 0, mine_.data(), mine_.size));
     }
     return Status::ok();
   }
@@ -69,11 +72,14 @@ class PayloadAllgatherTask : public CollectiveTask {
     const int64_t n = op_.count();
     std::vector<const Inbox::Message*> by_rank(static_cast<size_t>(op_.size), nullptr);
     for (size_t i = 0; i < inbox_.size(); ++i) by_rank[inbox_.message(i).tag] = &inbox_.message(i);
-    std::vector<float> sum(static_cast<size_t>(n), 0.0f);
-    const TensorView target = float_view(sum.data(), n);
+    PooledBuffer scratch =
+        op_.state->buffers().take_floats(op_.output.dtype == TIDEGATE_FLOAT32 ? 0 : n);
+    float* sum = result_slot(op_, 0, scratch.floats());
+    std::fill(sum, sum + n, 0.0f);
+    const TensorView target = float_view(sum, n);
     for (int r = 0; r < op_.size; ++r) {
       const uint8_t* payload = r == op_.rank ? mine_.data() : by_rank[r]->buffer.data();
-      const size_t bytes = r == op_.rank ? mine_.size() : by_rank[r]->bytes;
+      const size_t bytes = r == op_.rank ? mine_.size : by_rank[r]->bytes;
       Status decoded = op_.codec->decode_add(payload, bytes, target);
       if (!decoded.is_ok()) {
         return Status(decoded.code(), "the payload of rank " + std::to_string(r) +
@@ -82,15 +88,15 @@ class PayloadAllgatherTask : public CollectiveTask {
     }
     if (op_.average) {
       const float ranks = static_cast<float>(op_.size);
-      for (float& v : sum) v /= ranks;
+      for (int64_t i = 0; i < n; ++i) sum[i] /= ranks;
     }
-    store_result(op_, sum.data(), 0, n);
+    finish_result(op_, sum, 0, n);
     return Status::ok();
   }
 
   Messenger messenger_;
   CompressedOp op_;
-  std::vector<uint8_t> mine_;
+  PooledBuffer mine_;
   Inbox inbox_;
   Outbox outbox_;
 };

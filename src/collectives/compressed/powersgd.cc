@@ -32,23 +32,27 @@ class PowerSgdTask : public CollectiveTask {
   const char* algorithm() const override { return "powersgd"; }
 
   Status start() override {
-    TG_RETURN_IF_ERROR(check_finite_input(op_));
+    TG_RETURN_IF_ERROR(check_finite_input(op_));  // M is multiplied, never encoded
     const int64_t n = op_.count();
     rows_ = op_.input.rows;
     cols_ = op_.input.cols;
     const int wanted = static_cast<const PowerSgdCodec&>(*op_.codec).config().rank;
     rank_ = rows_ > 0 && cols_ > 0 ? powersgd_effective_rank(wanted, rows_, cols_) : 0;
-    m_.resize(static_cast<size_t>(n));
-    TG_RETURN_IF_ERROR(load_compensated(op_, 0, n, m_.data(), &residual_));
+    m_buffer_ = op_.state->buffers().take_floats(n);
+    const float* values = nullptr;
+    TG_RETURN_IF_ERROR(load_compensated(op_, 0, n, m_buffer_.floats(), &values, &residual_));
+    m_ = values;
     dense_ = rank_ == 0 || static_cast<int64_t>(rank_) * (rows_ + cols_) >= rows_ * cols_;
+    result_buffer_ = op_.state->buffers().take_floats(n);
+    result_ = result_buffer_.floats();
     if (dense_) {
-      result_ = m_;
-      return start_reduce(result_.data(), n, args_.reduce_op, 1);
+      std::copy(m_, m_ + n, result_);
+      return start_reduce(result_, n, args_.reduce_op, 1);
     }
     PowerSgdState& state = op_.state->powersgd(op_.key);
     state.prepare(cols_, rank_, encoding_seed(op_, 0, /*per_rank=*/false));
     p_.resize(static_cast<size_t>(rows_ * rank_));
-    powersgd_compute_p(m_.data(), rows_, cols_, state.q(), rank_, p_.data());
+    powersgd_compute_p(m_, rows_, cols_, state.q(), rank_, p_.data());
     return start_reduce(p_.data(), rows_ * rank_, TIDEGATE_SUM, 1);
   }
 
@@ -65,7 +69,7 @@ class PowerSgdTask : public CollectiveTask {
       }
       powersgd_orthogonalize(p_.data(), rows_, rank_);
       q_.resize(static_cast<size_t>(cols_ * rank_));
-      powersgd_compute_q(m_.data(), rows_, cols_, p_.data(), rank_, q_.data());
+      powersgd_compute_q(m_, rows_, cols_, p_.data(), rank_, q_.data());
       return start_reduce(q_.data(), cols_ * rank_, args_.reduce_op, 2);
     }
     if (first_nonfinite(q_.data(), static_cast<int64_t>(q_.size())) >= 0) {
@@ -73,10 +77,9 @@ class PowerSgdTask : public CollectiveTask {
     }
     PowerSgdState& state = op_.state->powersgd(op_.key);
     std::copy(q_.begin(), q_.end(), state.q());  // the warm start of the next step
-    result_.resize(m_.size());
-    powersgd_reconstruct(p_.data(), q_.data(), rows_, cols_, rank_, result_.data(), false);
+    powersgd_reconstruct(p_.data(), q_.data(), rows_, cols_, rank_, result_, false);
     if (residual_ != nullptr) keep_residual();
-    store_result(op_, result_.data(), 0, op_.count());
+    store_result(op_, result_, 0, op_.count());
     *done = true;
     return Status::ok();
   }
@@ -91,7 +94,7 @@ class PowerSgdTask : public CollectiveTask {
   // residual = M - (the averaged result): for SUM the result is divided by P first.
   void keep_residual() {
     const float ranks = static_cast<float>(op_.size);
-    for (size_t i = 0; i < m_.size(); ++i) {
+    for (int64_t i = 0; i < op_.count(); ++i) {
       residual_[i] = m_[i] - (op_.average ? result_[i] : result_[i] / ranks);
     }
   }
@@ -99,7 +102,7 @@ class PowerSgdTask : public CollectiveTask {
   Status finish_dense(bool* done) {
     // Sent whole: nothing is left out.
     if (residual_ != nullptr) std::fill(residual_, residual_ + op_.count(), 0.0f);
-    store_result(op_, result_.data(), 0, op_.count());
+    store_result(op_, result_, 0, op_.count());
     *done = true;
     return Status::ok();
   }
@@ -112,7 +115,10 @@ class PowerSgdTask : public CollectiveTask {
   bool dense_ = false;
   int step_ = 0;
   float* residual_ = nullptr;
-  std::vector<float> m_, p_, q_, result_;
+  PooledBuffer m_buffer_, result_buffer_;
+  const float* m_ = nullptr;  // M: the input, or input + residual in m_buffer_
+  float* result_ = nullptr;   // in result_buffer_
+  std::vector<float> p_, q_;
   std::unique_ptr<CollectiveTask> reduce_;
 };
 

@@ -6,10 +6,12 @@
 //
 // Volume per rank: the dense allreduce of 4 k bytes (ring: 2 (P-1)/P 4k), no index at all.
 #include <algorithm>
+#include <cmath>
 #include <vector>
 
 #include "collectives/algorithms.h"
 #include "collectives/compressed/compressed_kit.h"
+#include "compress/float_io.h"
 #include "compress/randomk.h"
 
 namespace tidegate {
@@ -24,13 +26,26 @@ class SharedRandomKTask : public CollectiveTask {
   const char* algorithm() const override { return "shared_randomk"; }
 
   Status start() override {
-    TG_RETURN_IF_ERROR(check_finite_input(op_));
     const auto& codec = static_cast<const RandomKCodec&>(*op_.codec);
     const int64_t n = op_.count();
     const int64_t k = std::min(codec.k_for(n), n);
-    std::vector<float> compensated(static_cast<size_t>(n));
+    // With error feedback the residual accumulates the whole input (one pass) and gives up
+    // what is sent; without it the values are read from the input where they lie.
     float* residual = nullptr;
-    TG_RETURN_IF_ERROR(load_compensated(op_, 0, n, compensated.data(), &residual));
+    PooledBuffer scratch;
+    const float* source = nullptr;
+    if (op_.error_feedback) {
+      TG_RETURN_IF_ERROR(check_finite_input(op_));  // before the residual changes
+      TG_RETURN_IF_ERROR(op_.state->sender().float_residual(op_.key, n, &residual));
+      store_floats_add(residual);
+      source = residual;
+    } else if (op_.input.dtype == TIDEGATE_FLOAT32) {
+      source = static_cast<const float*>(op_.input.data);
+    } else {
+      scratch = op_.state->buffers().take_floats(n);
+      load_floats(op_.input, 0, n, scratch.floats());
+      source = scratch.floats();
+    }
     indices_.resize(static_cast<size_t>(k));
     values_.resize(static_cast<size_t>(k));
     const uint64_t seed = encoding_seed(op_, 0, /*per_rank=*/false);  // the same on every rank
@@ -39,11 +54,13 @@ class SharedRandomKTask : public CollectiveTask {
       const int64_t i = k < n ? randomk_index(seed, j, k, n, &stratum) : j;
       const float scale = codec.config().unbiased && k < n ? static_cast<float>(stratum) : 1.0f;
       indices_[j] = i;
-      values_[j] = compensated[static_cast<size_t>(i)] * scale;
+      values_[j] = source[i] * scale;
+      if (!std::isfinite(values_[j])) {
+        return invalid_argument("randomk: input element " + std::to_string(i) +
+                                " is not finite (NaN or infinity cannot be compressed)");
+      }
     }
     if (residual != nullptr) {
-      // Everything stays in the residual but what was sent.
-      std::copy(compensated.begin(), compensated.end(), residual);
       for (int64_t j = 0; j < k; ++j) residual[indices_[j]] -= values_[j];
     }
     TG_RETURN_IF_ERROR(
@@ -69,6 +86,17 @@ class SharedRandomKTask : public CollectiveTask {
   std::vector<int64_t> indices_;
   std::vector<float> values_;
   std::unique_ptr<CollectiveTask> reduce_;
+
+  // residual += input (as float32), in blocks.
+  void store_floats_add(float* residual) const {
+    constexpr int64_t kBlock = 1 << 14;
+    float block[kBlock];
+    for (int64_t first = 0; first < op_.count(); first += kBlock) {
+      const int64_t m = std::min(kBlock, op_.count() - first);
+      const float* x = floats_at(op_.input, first, m, block);
+      add_floats(x, m, residual + first);
+    }
+  }
 };
 
 }  // namespace

@@ -53,24 +53,26 @@ class SparseReduceScatterTask : public CollectiveTask {
  public:
   SparseReduceScatterTask(const TaskContext& context, const CompressedOp& op,
                           const WireHeader& header)
-      : messenger_(context, header), op_(op) {}
+      : messenger_(context, header), op_(op), inbox_(&op.state->buffers()) {}
 
   const char* algorithm() const override { return "sparse_reduce_scatter"; }
 
   Status start() override {
-    TG_RETURN_IF_ERROR(check_finite_input(op_));
+    if (op_.error_feedback) TG_RETURN_IF_ERROR(check_finite_input(op_));
     const int64_t n = op_.count();
-    std::vector<float> compensated(static_cast<size_t>(n)), sent(static_cast<size_t>(n));
+    BufferPool& pool = op_.state->buffers();
+    PooledBuffer scratch = pool.take_floats(n), sent = pool.take_floats(n);
+    const float* compensated = nullptr;
     float* residual = nullptr;
-    TG_RETURN_IF_ERROR(load_compensated(op_, 0, n, compensated.data(), &residual));
-    std::vector<uint8_t> payload;
-    TG_RETURN_IF_ERROR(encode_whole(op_, float_view(compensated.data(), n),
+    TG_RETURN_IF_ERROR(load_compensated(op_, 0, n, scratch.floats(), &compensated, &residual));
+    PooledBuffer payload;
+    TG_RETURN_IF_ERROR(encode_whole(op_, float_view(compensated, n),
                                     encoding_seed(op_, 0, /*per_rank=*/true), &payload));
-    const size_t written = payload.size();
     // What the encoding keeps, as a dense tensor (zeros elsewhere): the sender's own view.
-    TG_RETURN_IF_ERROR(op_.codec->decode(payload.data(), written, float_view(sent.data(), n)));
-    if (residual != nullptr) update_residual(residual, compensated.data(), sent.data(), n);
-    TG_RETURN_IF_ERROR(write_regions(sent));
+    TG_RETURN_IF_ERROR(
+        op_.codec->decode(payload.data(), payload.size, float_view(sent.floats(), n)));
+    if (residual != nullptr) update_residual(residual, compensated, sent.floats(), n);
+    TG_RETURN_IF_ERROR(write_regions(sent.floats()));
 
     const int64_t kept = max_kept(*op_.codec, n);
     for (int step = 1; step < op_.size; ++step) {
@@ -86,7 +88,7 @@ class SparseReduceScatterTask : public CollectiveTask {
     }
     for (int step = 1; step < op_.size; ++step) {
       const int to = (op_.rank + step) % op_.size;
-      TG_RETURN_IF_ERROR(outbox_.send(messenger_, to, 0, regions_[to].data(), regions_[to].size()));
+      TG_RETURN_IF_ERROR(outbox_.send(messenger_, to, 0, regions_[to].data(), regions_[to].size));
     }
     merged_region_ = false;
     return Status::ok();
@@ -119,7 +121,7 @@ class SparseReduceScatterTask : public CollectiveTask {
 
   // Region r of the kept entries (sent[r], sent[r + P], ...) as a sparse payload with
   // region-local indices.
-  Status write_regions(const std::vector<float>& sent) {
+  Status write_regions(const float* sent) {
     regions_.resize(static_cast<size_t>(op_.size));
     std::vector<int64_t> indices;
     std::vector<float> values;
@@ -128,19 +130,18 @@ class SparseReduceScatterTask : public CollectiveTask {
       values.clear();
       const int64_t length = region_length(r);
       for (int64_t j = 0; j < length; ++j) {
-        const float v = sent[static_cast<size_t>(j * op_.size + r)];
+        const float v = sent[j * op_.size + r];
         if (v != 0.0f) {
           indices.push_back(j);
           values.push_back(v);
         }
       }
       const int64_t k = static_cast<int64_t>(indices.size());
-      regions_[r].resize(sparse_payload_bound(length, k));
-      size_t written = 0;
+      const size_t bound = sparse_payload_bound(length, k);
+      regions_[r] = op_.state->buffers().take(bound);
       TG_RETURN_IF_ERROR(write_sparse_payload(op_.codec->id(), TIDEGATE_FLOAT32, 0, length,
                                               indices.data(), values.data(), k, regions_[r].data(),
-                                              regions_[r].size(), &written));
-      regions_[r].resize(written);
+                                              bound, &regions_[r].size));
     }
     return Status::ok();
   }
@@ -168,7 +169,7 @@ class SparseReduceScatterTask : public CollectiveTask {
     std::vector<float> sum(static_cast<size_t>(length), 0.0f);
     for (int r = 0; r < op_.size; ++r) {
       const uint8_t* payload = r == op_.rank ? regions_[r].data() : by_rank[r]->buffer.data();
-      const size_t bytes = r == op_.rank ? regions_[r].size() : by_rank[r]->bytes;
+      const size_t bytes = r == op_.rank ? regions_[r].size : by_rank[r]->bytes;
       TG_RETURN_IF_ERROR(decode_region(r, payload, bytes, sum.data(), length, true));
     }
     std::vector<int64_t> indices;
@@ -182,15 +183,14 @@ class SparseReduceScatterTask : public CollectiveTask {
       }
     }
     const int64_t k = static_cast<int64_t>(indices.size());
-    merged_.resize(sparse_payload_bound(length, k));
-    size_t written = 0;
+    const size_t bound = sparse_payload_bound(length, k);
+    merged_ = op_.state->buffers().take(bound);
     TG_RETURN_IF_ERROR(write_sparse_payload(op_.codec->id(), TIDEGATE_FLOAT32, 0, length,
-                                            indices.data(), values.data(), k, merged_.data(),
-                                            merged_.size(), &written));
-    merged_.resize(written);
+                                            indices.data(), values.data(), k, merged_.data(), bound,
+                                            &merged_.size));
     for (int step = 1; step < op_.size; ++step) {
       const int to = (op_.rank + step) % op_.size;
-      TG_RETURN_IF_ERROR(outbox_.send(messenger_, to, 1, merged_.data(), merged_.size()));
+      TG_RETURN_IF_ERROR(outbox_.send(messenger_, to, 1, merged_.data(), merged_.size));
     }
     return Status::ok();
   }
@@ -198,11 +198,13 @@ class SparseReduceScatterTask : public CollectiveTask {
   // Every merged region, decoded from the bytes every rank holds, into its strided places.
   Status assemble_output() {
     const int64_t n = op_.count();
-    std::vector<float> result(static_cast<size_t>(n));
-    std::vector<float> region(static_cast<size_t>(region_length(0)));
+    PooledBuffer result_buffer = op_.state->buffers().take_floats(n);
+    PooledBuffer region_buffer = op_.state->buffers().take_floats(region_length(0));
+    float* result = result_buffer.floats();
+    float* region = region_buffer.floats();
     for (int r = 0; r < op_.size; ++r) {
       const uint8_t* payload = merged_.data();
-      size_t bytes = merged_.size();
+      size_t bytes = merged_.size;
       if (r != op_.rank) {
         for (size_t i = 0; i < inbox_.size(); ++i) {
           const Inbox::Message& m = inbox_.message(i);
@@ -213,18 +215,17 @@ class SparseReduceScatterTask : public CollectiveTask {
         }
       }
       const int64_t length = region_length(r);
-      TG_RETURN_IF_ERROR(decode_region(r, payload, bytes, region.data(), length, false));
-      for (int64_t j = 0; j < length; ++j)
-        result[static_cast<size_t>(j * op_.size + r)] = region[j];
+      TG_RETURN_IF_ERROR(decode_region(r, payload, bytes, region, length, false));
+      for (int64_t j = 0; j < length; ++j) result[j * op_.size + r] = region[j];
     }
-    store_result(op_, result.data(), 0, n);
+    store_result(op_, result, 0, n);
     return Status::ok();
   }
 
   Messenger messenger_;
   CompressedOp op_;
-  std::vector<std::vector<uint8_t>> regions_;  // this rank's entries, per region
-  std::vector<uint8_t> merged_;                // this rank's merged region, encoded
+  std::vector<PooledBuffer> regions_;  // this rank's entries, per region
+  PooledBuffer merged_;                // this rank's merged region, encoded
   Inbox inbox_;
   Outbox outbox_;
   int scattered_in_ = 0;
