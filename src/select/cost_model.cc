@@ -14,7 +14,8 @@ constexpr double kSingleRankUs = 0.1;
 double best_own_us(const CostTerms& terms, OpKind kind, double n, int64_t p) {
   double best = -1;
   for (const AlgorithmRow* row : algorithms_for(kind)) {
-    if (row->native()) continue;
+    // Dense rows only: a compressed row's price depends on a codec the op may not have.
+    if (row->native() || row->compressed()) continue;
     const double us = row->cost(terms, n, p);
     if (us >= 0 && (best < 0 || us < best)) best = us;
   }
