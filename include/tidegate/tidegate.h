@@ -199,6 +199,29 @@ TIDEGATE_API tidegate_status_t tidegate_comm_create(int rank, int size,
                                                     tidegate_comm_t* comm);
 
 /**
+ * One configuration setting: `name` is a variable of the configuration table printed by
+ * tidegate-info (e.g. "TIDEGATE_TIMEOUT_MS") and `value` its text, written as in the
+ * environment (e.g. "60000"). Both strings are read during the call only.
+ */
+typedef struct tidegate_setting {
+  const char* name;
+  const char* value;
+} tidegate_setting_t;
+
+/**
+ * Like tidegate_comm_create, with `settings` (num_settings entries; may be NULL when
+ * num_settings is 0) applied over the environment: a setting wins over the same variable in
+ * the environment, and later entries win over earlier ones. For integrations that receive
+ * their configuration from a host framework rather than the environment (the PyTorch backend
+ * passes the process group's timeout as TIDEGATE_TIMEOUT_MS). Collective over all ranks.
+ * Errors: CONFIG when a name is not in the configuration table or a value is malformed (the
+ * message names the variable); otherwise as tidegate_comm_create.
+ */
+TIDEGATE_API tidegate_status_t tidegate_comm_create_with_settings(
+    int rank, int size, const tidegate_store_t* store, const tidegate_setting_t* settings,
+    size_t num_settings, tidegate_comm_t* comm);
+
+/**
  * Create a communicator over the ranks of an MPI communicator. `mpi_comm` points to an
  * MPI_Comm (pass &comm); MPI must be initialised. Rank 0 hosts the rendezvous store and
  * broadcasts its address and a fresh job secret over MPI. Collective over the MPI communicator.

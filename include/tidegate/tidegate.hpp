@@ -155,6 +155,17 @@ class Communicator {
     check(tidegate_comm_create(rank, size, &store, &comm));
     return Communicator(comm);
   }
+  // Through the caller's store callbacks, with (variable, value) settings applied over the
+  // environment (see tidegate_comm_create_with_settings).
+  static Communicator with_store(int rank, int size, const tidegate_store_t& store,
+                                 const std::vector<std::pair<std::string, std::string>>& settings) {
+    std::vector<tidegate_setting_t> c_settings;
+    for (const auto& [name, value] : settings) c_settings.push_back({name.c_str(), value.c_str()});
+    tidegate_comm_t comm = nullptr;
+    check(tidegate_comm_create_with_settings(rank, size, &store, c_settings.data(),
+                                             c_settings.size(), &comm));
+    return Communicator(comm);
+  }
   // Over an MPI communicator: pass &comm (see tidegate_comm_create_from_mpi).
   static Communicator from_mpi(const void* mpi_comm) {
     tidegate_comm_t comm = nullptr;

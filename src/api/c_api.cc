@@ -68,12 +68,27 @@ tidegate_status_t tidegate_comm_create_from_env(tidegate_comm_t* comm) {
 
 tidegate_status_t tidegate_comm_create(int rank, int size, const tidegate_store_t* store,
                                        tidegate_comm_t* comm) {
+  return tidegate_comm_create_with_settings(rank, size, store, nullptr, 0, comm);
+}
+
+tidegate_status_t tidegate_comm_create_with_settings(int rank, int size,
+                                                     const tidegate_store_t* store,
+                                                     const tidegate_setting_t* settings,
+                                                     size_t num_settings, tidegate_comm_t* comm) {
   return c_api_guarded([&]() -> tidegate::Status {
     TG_CHECK_ARG(comm != nullptr, "comm output pointer is NULL");
     TG_CHECK_ARG(store != nullptr && store->set != nullptr && store->get != nullptr,
                  "store callbacks are NULL");
+    TG_CHECK_ARG(settings != nullptr || num_settings == 0,
+                 "settings are NULL but num_settings > 0");
+    std::vector<std::pair<std::string, std::string>> pairs;
+    for (size_t i = 0; i < num_settings; ++i) {
+      TG_CHECK_ARG(settings[i].name != nullptr && settings[i].value != nullptr,
+                   "settings[" + std::to_string(i) + "] has a NULL name or value");
+      pairs.emplace_back(settings[i].name, settings[i].value);
+    }
     std::unique_ptr<tidegate::Communicator> impl;
-    TG_RETURN_IF_ERROR(tidegate::create_communicator_with_store(rank, size, *store, &impl));
+    TG_RETURN_IF_ERROR(tidegate::create_communicator_with_store(rank, size, *store, pairs, &impl));
     *comm = new tidegate_comm{std::move(impl)};
     return tidegate::Status::ok();
   });

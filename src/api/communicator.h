@@ -7,6 +7,8 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "api/compressed_args.h"
 #include "base/auth.h"
@@ -100,9 +102,12 @@ class Communicator {
 Status choose_advertise_host(const Config& config, const std::string& store_host, int store_port,
                              std::string* host);
 
-// Communicator over the caller's store callbacks (tidegate_comm_create).
-Status create_communicator_with_store(int rank, int size, const tidegate_store_t& callbacks,
-                                      std::unique_ptr<Communicator>* out);
+// Communicator over the caller's store callbacks (tidegate_comm_create and _with_settings):
+// `settings` are (variable, value) pairs applied over the environment, in order.
+Status create_communicator_with_store(
+    int rank, int size, const tidegate_store_t& callbacks,
+    const std::vector<std::pair<std::string, std::string>>& settings,
+    std::unique_ptr<Communicator>* out);
 
 // Communicator from the environment (TIDEGATE_* and launcher variables; see config.cc).
 Status create_communicator_from_env(std::unique_ptr<Communicator>* out);

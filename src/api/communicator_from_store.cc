@@ -5,10 +5,19 @@
 
 namespace tidegate {
 
-Status create_communicator_with_store(int rank, int size, const tidegate_store_t& callbacks,
-                                      std::unique_ptr<Communicator>* out) {
+Status create_communicator_with_store(
+    int rank, int size, const tidegate_store_t& callbacks,
+    const std::vector<std::pair<std::string, std::string>>& settings,
+    std::unique_ptr<Communicator>* out) {
   CommunicatorOptions options;
   TG_RETURN_IF_ERROR(Config::from_environment(&options.config));
+  for (const auto& [name, value] : settings) {
+    Status applied = options.config.set(name, value);
+    if (!applied.is_ok()) {
+      return config_error("setting " + name + "='" + value +
+                          "' passed to the communicator: " + applied.message());
+    }
+  }
   options.rank = rank;
   options.size = size;
   // The caller's store is trusted; without a configured secret rank 0 draws one and shares it
