@@ -10,8 +10,10 @@ rank's story; stragglers are killed, so a hang costs the deadline, never the sui
 import datetime
 import multiprocessing
 import os
+import pickle
 import queue
 import socket
+import sys
 import time
 import traceback
 
@@ -45,10 +47,17 @@ def _entry(target, rank, world_size, port, env, args, results):
                        "LOCAL_RANK": str(rank), "LOCAL_WORLD_SIZE": str(world_size)})
     os.environ.update(env)
     try:
+        import torch
+
         import tidegate.torch  # noqa: F401  (registers the backend)
 
+        # Ranks share two cores: one compute thread each keeps them from starving each other.
+        torch.set_num_threads(1)
+
         value = target(rank, world_size, *args)
-        results.put((rank, "ok", value))
+        # Plain pickle copies tensors into the bytes; multiprocessing's own pickler would share
+        # them through file descriptors that vanish when this process exits.
+        results.put((rank, "ok", pickle.dumps(value)))
     except BaseException:  # noqa: B902 - everything a rank raises is the test's business
         results.put((rank, "raised", traceback.format_exc()))
     finally:
@@ -57,6 +66,13 @@ def _entry(target, rank, world_size, port, env, args, results):
                 dist.destroy_process_group()
             except Exception:  # noqa: BLE001 - the outcome is already reported
                 pass
+        # Tearing down the interpreter after torch (and dynamo, which DDP imports) takes tens
+        # of seconds on a loaded machine: flush the result and leave at once.
+        results.close()
+        results.join_thread()
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(0)
 
 
 def run_ranks(target, world_size, args=(), timeout=180.0, env=None, may_die=()):
@@ -107,4 +123,5 @@ def run_ranks(target, world_size, args=(), timeout=180.0, env=None, may_die=()):
             problems.append(f"rank {rank} raised:\n{outcomes[rank][1]}")
     if problems:
         raise JobFailed("\n".join(problems))
-    return [outcomes.get(rank, ("ok", None))[1] for rank in range(world_size)]
+    return [pickle.loads(outcomes[rank][1]) if rank in outcomes else None
+            for rank in range(world_size)]
