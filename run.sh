@@ -2,10 +2,12 @@
 # tidegate's one entry point. Every subcommand installs what is missing and builds first, so a
 # fresh machine needs nothing but this script.
 #
-#   ./run.sh setup    install the Debian packages tidegate needs (when missing)
+#   ./run.sh setup    install the Debian packages tidegate needs (when missing) and the Python
+#                     environment .venv (torch, numpy, pytest, scikit-learn, matplotlib)
 #   ./run.sh build    setup + configure + compile (build/)
 #   ./run.sh demo     build + 4-rank comparison of tidegate's allreduce with MPI_Allreduce
-#   ./run.sh test     build + the whole test suite (CTest)
+#   ./run.sh test     build + the whole test suite (CTest), then the PyTorch backend's tests
+#   ./run.sh pytest   build + install the PyTorch backend into .venv + its tests (pytest) only
 #   ./run.sh bench    build + the benchmarks recorded in bench/RESULTS.md (see bench/README)
 set -euo pipefail
 
@@ -23,7 +25,16 @@ PACKAGES=(
   libucx-dev ucx-utils            # UCX transport
   iproute2                        # emulated cluster: network namespaces, veth, tc tbf
   procps                          # pkill/ps used by test teardown
+  python3-venv                    # the Python environment of the PyTorch backend (.venv)
 )
+
+# The Python environment: project-local, kept between runs. Its wheels are kept outside the
+# repository (pip's own HTTP cache stores nothing on these machines), so neither a second run
+# nor a clean clone on the same machine downloads torch (3 GB with its CUDA libraries) again.
+VENV="${TIDEGATE_VENV:-$ROOT/.venv}"
+WHEELHOUSE="${TIDEGATE_WHEELHOUSE:-$HOME/.cache/tidegate-pip/wheels}"
+PYTHON_PACKAGES=(torch numpy pytest scikit-learn matplotlib)
+PYTHON_MODULES="torch, numpy, pytest, sklearn, matplotlib"
 
 log() { printf '\033[1m[run.sh]\033[0m %s\n' "$*" >&2; }
 
@@ -32,6 +43,11 @@ as_root() {
 }
 
 cmd_setup() {
+  setup_packages
+  setup_python
+}
+
+setup_packages() {
   local missing=()
   for p in "${PACKAGES[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -43,8 +59,27 @@ cmd_setup() {
   fi
 }
 
+setup_python() {
+  if [ ! -x "$VENV/bin/python" ]; then
+    log "creating the Python environment $VENV"
+    "${TIDEGATE_PYTHON:-python3}" -m venv "$VENV"
+  fi
+  # The backend compiles against this environment's torch, so its build must not be isolated.
+  # pip reads a config value as its option's destination (build_isolation): false = off.
+  printf '[install]\nno-build-isolation = false\n' >"$VENV/pip.conf"
+  if "$VENV/bin/python" -c "import $PYTHON_MODULES" 2>/dev/null; then return; fi
+  mkdir -p "$WHEELHOUSE"
+  log "installing ${PYTHON_PACKAGES[*]} into $VENV (wheels kept in $WHEELHOUSE)"
+  if ! "$VENV/bin/pip" install -q --no-index --find-links "$WHEELHOUSE" "${PYTHON_PACKAGES[@]}"; then
+    log "downloading the missing wheels into $WHEELHOUSE"
+    "$VENV/bin/pip" download -q --dest "$WHEELHOUSE" "${PYTHON_PACKAGES[@]}"
+    "$VENV/bin/pip" install -q --no-index --find-links "$WHEELHOUSE" "${PYTHON_PACKAGES[@]}"
+  fi
+}
+
+# Builds need only the Debian packages; the Python environment comes with the tests.
 cmd_build() {
-  cmd_setup
+  setup_packages
   local werror=OFF
   # Warnings are always on; CI makes them fatal.
   if [ "${CI:-}" = "true" ] || [ "${TIDEGATE_WERROR:-}" = "1" ]; then werror=ON; fi
@@ -73,6 +108,24 @@ cmd_test() {
   cmd_build
   log "running the test suite"
   ctest --test-dir "$BUILD_DIR" --output-on-failure --timeout 600 -j "$JOBS" "$@"
+  python_tests
+}
+
+# Installs the PyTorch backend into $VENV (compiled against its torch, linked to the libtidegate
+# just built) and runs its tests.
+python_tests() {
+  setup_python
+  log "installing the PyTorch backend (integrations/pytorch) into $VENV"
+  # ccache (used by torch's extension builder when installed) hits across clones of the tree.
+  CCACHE_BASEDIR="${CCACHE_BASEDIR:-$ROOT}" MAX_JOBS="$JOBS" TIDEGATE_BUILD_DIR="$BUILD_DIR" \
+    "$VENV/bin/pip" install -q --no-build-isolation "$ROOT/integrations/pytorch"
+  log "running the PyTorch backend's tests (tests/python)"
+  "$VENV/bin/python" -m pytest -q -rs "$ROOT/tests/python"
+}
+
+cmd_pytest() {
+  cmd_build
+  python_tests
 }
 
 cmd_bench() {
@@ -87,9 +140,10 @@ case "$sub" in
   build) cmd_build "$@" ;;
   demo) cmd_demo "$@" ;;
   test) cmd_test "$@" ;;
+  pytest) cmd_pytest ;;
   bench) cmd_bench "$@" ;;
   *)
-    sed -n '2,10p' "$0"
+    sed -n '2,12p' "$0"
     exit 2
     ;;
 esac

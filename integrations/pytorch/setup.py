@@ -21,6 +21,7 @@ import os
 import shutil
 import subprocess
 import sys
+import sysconfig
 from pathlib import Path
 
 from setuptools import setup
@@ -30,7 +31,7 @@ CHECKOUT = HERE.parents[1]
 LIBRARY_SONAME = "libtidegate.so.0"
 
 try:
-    from torch.utils.cpp_extension import BuildExtension, CppExtension
+    from torch.utils.cpp_extension import BuildExtension, CppExtension, include_paths
 except ImportError:
     sys.exit(
         "tidegate's PyTorch backend compiles against the torch of the environment it is "
@@ -95,14 +96,28 @@ class BuildWithLibrary(BuildExtension):
 # backend_unity.cc includes the eight sources that use ATen (csrc/backend_unity.cc says why).
 SOURCES = ["csrc/backend_unity.cc", "csrc/completion_pool.cc", "csrc/module.cc"]
 
+
+def _compile_flags():
+    """The repository's warnings for our code; CI (CI=true or TIDEGATE_WERROR=1) makes them
+    fatal. torch's and Python's headers are marked as system headers, so their own warnings
+    (unused parameters, shadowing) neither show nor fail the build."""
+    flags = ["-O2", "-g0",  # -g0: Python's CFLAGS ask for debug info, doubling compile time
+             "-Wall", "-Wextra", "-Wpedantic", "-Wshadow", "-Wnon-virtual-dtor",
+             "-Wno-missing-field-initializers"]
+    for directory in include_paths() + [sysconfig.get_paths()["include"]]:
+        flags += ["-isystem", directory]
+    if os.environ.get("CI") == "true" or os.environ.get("TIDEGATE_WERROR") == "1":
+        flags.append("-Werror")
+    return flags
+
+
 setup(
     ext_modules=[
         CppExtension(
             name="tidegate.torch._C",
             sources=SOURCES,
             include_dirs=[str(CHECKOUT / "include"), str(HERE / "csrc")],
-            # -g0: Python's own CFLAGS ask for debug info, which doubles the compile time.
-            extra_compile_args={"cxx": ["-O2", "-g0", "-Wall", "-Wextra", "-Wno-unused-parameter"]},
+            extra_compile_args={"cxx": _compile_flags()},
         )
     ],
     cmdclass={"build_ext": BuildWithLibrary.with_options(use_ninja=True)},

@@ -59,9 +59,9 @@ class ProcessGroupTidegate : public c10d::Backend {
                                            const c10d::AllgatherOptions& opts) override;
   c10::intrusive_ptr<c10d::Work> _allgather_base(at::Tensor& output, at::Tensor& input,
                                                  const c10d::AllgatherOptions& opts) override;
-  c10::intrusive_ptr<c10d::Work> allgather_coalesced(
-      std::vector<std::vector<at::Tensor>>& outputs, std::vector<at::Tensor>& inputs,
-      const c10d::AllgatherOptions& opts) override;
+  c10::intrusive_ptr<c10d::Work> allgather_coalesced(std::vector<std::vector<at::Tensor>>& outputs,
+                                                     std::vector<at::Tensor>& inputs,
+                                                     const c10d::AllgatherOptions& opts) override;
   c10::intrusive_ptr<c10d::Work> gather(std::vector<std::vector<at::Tensor>>& outputs,
                                         std::vector<at::Tensor>& inputs,
                                         const c10d::GatherOptions& opts) override;
@@ -82,8 +82,7 @@ class ProcessGroupTidegate : public c10d::Backend {
                                       int tag) override;
   c10::intrusive_ptr<c10d::Work> recv(std::vector<at::Tensor>& tensors, int src_rank,
                                       int tag) override;
-  c10::intrusive_ptr<c10d::Work> recvAnysource(std::vector<at::Tensor>& tensors,
-                                               int tag) override;
+  c10::intrusive_ptr<c10d::Work> recvAnysource(std::vector<at::Tensor>& tensors, int tag) override;
 
   // Lifecycle (backend.cc). shutdown() finishes the posted collectives (each within tidegate's
   // timeout) and closes the communicator; abort() fails them on every rank at once. After
@@ -95,8 +94,7 @@ class ProcessGroupTidegate : public c10d::Backend {
   // Posts with `post(comm, &request)` and attaches completion to `work`; raises tidegate's
   // error if posting fails.
   template <typename Post>
-  c10::intrusive_ptr<c10d::Work> launch(const c10::intrusive_ptr<TidegateWork>& work,
-                                        Post&& post) {
+  c10::intrusive_ptr<c10d::Work> launch(const c10::intrusive_ptr<TidegateWork>& work, Post&& post) {
     std::lock_guard<std::mutex> lock(mutex_);
     check_open(work->collective());
     tidegate_request_t request = nullptr;

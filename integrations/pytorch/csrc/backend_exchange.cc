@@ -20,22 +20,19 @@ std::vector<int64_t> split_counts(const at::Tensor& tensor, const std::vector<in
   std::vector<int64_t> counts(size);
   if (splits.empty()) {
     TORCH_CHECK_VALUE(rows % size == 0, "tidegate all_to_all_single: the ", role, " tensor's ",
-                      rows, " rows do not split evenly over ", size,
-                      " ranks; pass split sizes");
+                      rows, " rows do not split evenly over ", size, " ranks; pass split sizes");
     std::fill(counts.begin(), counts.end(), rows / size * row_elements * type.scale);
     return counts;
   }
-  TORCH_CHECK_VALUE(splits.size() == static_cast<size_t>(size), "tidegate all_to_all_single: ",
-                    role, " split sizes need one entry per rank (", size, "), got ",
-                    splits.size());
+  TORCH_CHECK_VALUE(splits.size() == static_cast<size_t>(size),
+                    "tidegate all_to_all_single: ", role, " split sizes need one entry per rank (",
+                    size, "), got ", splits.size());
   TORCH_CHECK_VALUE(std::accumulate(splits.begin(), splits.end(), int64_t{0}) == rows,
                     "tidegate all_to_all_single: ", role, " split sizes do not add up to the ",
                     role, " tensor's ", rows, " rows");
   for (int p = 0; p < size; ++p) counts[p] = splits[p] * row_elements * type.scale;
   return counts;
 }
-
-
 
 [[noreturn]] void refuse_point_to_point(const char* call) {
   TORCH_CHECK_NOT_IMPLEMENTED(
@@ -95,12 +92,10 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupTidegate::alltoall(
   });
 }
 
-c10::intrusive_ptr<c10d::Work> ProcessGroupTidegate::barrier(
-    const c10d::BarrierOptions& /*opts*/) {
+c10::intrusive_ptr<c10d::Work> ProcessGroupTidegate::barrier(const c10d::BarrierOptions& /*opts*/) {
   static constexpr const char* kName = "barrier";
-  auto work = c10::make_intrusive<TidegateWork>(rank_, c10d::OpType::BARRIER, kName,
-                                                std::vector<at::Tensor>{},
-                                                std::vector<at::Tensor>{});
+  auto work = c10::make_intrusive<TidegateWork>(
+      rank_, c10d::OpType::BARRIER, kName, std::vector<at::Tensor>{}, std::vector<at::Tensor>{});
   return launch(work, [&](tidegate_comm_t comm, tidegate_request_t* request) {
     return tidegate_ibarrier(comm, request);
   });

@@ -13,12 +13,10 @@ void check_root(int64_t root, int size, const char* collective) {
                     " is outside [0, ", size, ")");
 }
 
-
-
 }  // namespace
 
-c10::intrusive_ptr<c10d::Work> ProcessGroupTidegate::broadcast(
-    std::vector<at::Tensor>& tensors, const c10d::BroadcastOptions& opts) {
+c10::intrusive_ptr<c10d::Work> ProcessGroupTidegate::broadcast(std::vector<at::Tensor>& tensors,
+                                                               const c10d::BroadcastOptions& opts) {
   static constexpr const char* kName = "broadcast";
   check_tensor_list(tensors, 1, kName, "");
   check_root(opts.rootRank, size_, kName);
@@ -26,7 +24,8 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupTidegate::broadcast(
   const int root = static_cast<int>(opts.rootRank);
   auto work =
       c10::make_intrusive<TidegateWork>(rank_, c10d::OpType::BROADCAST, kName, tensors, tensors);
-  const tidegate_tensor_t data = view(in_place_buffer(*work, tensors[0]), movement_type(tensors[0]));
+  const tidegate_tensor_t data =
+      view(in_place_buffer(*work, tensors[0]), movement_type(tensors[0]));
   return launch(work, [&](tidegate_comm_t comm, tidegate_request_t* request) {
     return tidegate_ibroadcast(comm, &data, root, request);
   });
@@ -46,15 +45,15 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupTidegate::allgather(
                     ": this rank's output tensor has ", outputs[0][rank_].numel(),
                     " elements but the input has ", input.numel());
   const WireType type = movement_type(input);
-  auto work = c10::make_intrusive<TidegateWork>(rank_, c10d::OpType::ALLGATHER, kName, outputs[0],
-                                                inputs);
+  auto work =
+      c10::make_intrusive<TidegateWork>(rank_, c10d::OpType::ALLGATHER, kName, outputs[0], inputs);
   const std::vector<int64_t> counts = wire_counts(outputs[0], type);
   const at::Tensor flat = flat_buffer(*work, input, total_numel(outputs[0]));
   copy_back_slices(*work, flat, 0, outputs[0]);
   const tidegate_tensor_t in = view(input_buffer(*work, input), type);
   const tidegate_tensor_t out = view(flat, type);
-  const bool equal = std::all_of(counts.begin(), counts.end(),
-                                 [&](int64_t c) { return c == counts.front(); });
+  const bool equal =
+      std::all_of(counts.begin(), counts.end(), [&](int64_t c) { return c == counts.front(); });
   return launch(work, [&](tidegate_comm_t comm, tidegate_request_t* request) {
     // Outputs of different sizes (an uneven allgather) take the per-rank-count variant.
     return equal ? tidegate_iallgather(comm, &in, &out, request)
@@ -94,9 +93,9 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupTidegate::allgather_coalesced(
                       " needs each output list as long as the input list (", inputs.size(),
                       "), got ", from_rank.size());
     for (size_t i = 0; i < inputs.size(); ++i) {
-      TORCH_CHECK_VALUE(from_rank[i].numel() == inputs[i].numel(), "tidegate ", kName,
-                        ": output ", i, " has ", from_rank[i].numel(), " elements, input ", i,
-                        " has ", inputs[i].numel());
+      TORCH_CHECK_VALUE(from_rank[i].numel() == inputs[i].numel(), "tidegate ", kName, ": output ",
+                        i, " has ", from_rank[i].numel(), " elements, input ", i, " has ",
+                        inputs[i].numel());
     }
     all_outputs.insert(all_outputs.end(), from_rank.begin(), from_rank.end());
   }
@@ -156,17 +155,16 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupTidegate::scatter(
   check_root(opts.rootRank, size_, kName);
   const bool is_root = rank_ == opts.rootRank;
   const std::vector<at::Tensor> none;
-  TORCH_CHECK_VALUE(inputs.size() == (is_root ? 1u : 0u), "tidegate ", kName, ": ",
-                    is_root ? "the root needs one list of input tensors"
-                            : "only the root passes input tensors");
+  TORCH_CHECK_VALUE(
+      inputs.size() == (is_root ? 1u : 0u), "tidegate ", kName, ": ",
+      is_root ? "the root needs one list of input tensors" : "only the root passes input tensors");
   const std::vector<at::Tensor>& sent = is_root ? inputs[0] : none;
   if (is_root) {
     check_tensor_list(sent, static_cast<size_t>(size_), kName, "input");
     check_same_dtype_and_device(outputs[0], sent, kName);
   }
   const WireType type = movement_type(outputs[0]);
-  auto work =
-      c10::make_intrusive<TidegateWork>(rank_, c10d::OpType::SCATTER, kName, outputs, sent);
+  auto work = c10::make_intrusive<TidegateWork>(rank_, c10d::OpType::SCATTER, kName, outputs, sent);
   // An all-to-all in which only the root sends.
   std::vector<int64_t> send_counts(size_, 0), recv_counts(size_, 0);
   if (is_root) send_counts = wire_counts(sent, type);

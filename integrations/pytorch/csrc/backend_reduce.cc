@@ -5,16 +5,16 @@
 
 namespace tidegate_torch {
 
-c10::intrusive_ptr<c10d::Work> ProcessGroupTidegate::allreduce(
-    std::vector<at::Tensor>& tensors, const c10d::AllreduceOptions& opts) {
+c10::intrusive_ptr<c10d::Work> ProcessGroupTidegate::allreduce(std::vector<at::Tensor>& tensors,
+                                                               const c10d::AllreduceOptions& opts) {
   static constexpr const char* kName = "allreduce";
   check_tensor_list(tensors, 1, kName, "");
   TORCH_CHECK_VALUE(!opts.sparseIndices.has_value(), "tidegate ", kName,
                     " takes dense tensors (sparse allreduce is not supported)");
   const WireType type = reduction_type(tensors[0], kName);
   const tidegate_reduce_op_t op = reduce_op(opts.reduceOp, kName);
-  auto work = c10::make_intrusive<TidegateWork>(rank_, c10d::OpType::ALLREDUCE, kName, tensors,
-                                                tensors);
+  auto work =
+      c10::make_intrusive<TidegateWork>(rank_, c10d::OpType::ALLREDUCE, kName, tensors, tensors);
   const tidegate_tensor_t data = view(in_place_buffer(*work, tensors[0]), type);
   return launch(work, [&](tidegate_comm_t comm, tidegate_request_t* request) {
     return tidegate_iallreduce(comm, &data, &data, op, request);
@@ -52,8 +52,8 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupTidegate::reduce(std::vector<at::Tens
       c10::make_intrusive<TidegateWork>(rank_, c10d::OpType::REDUCE, kName, tensors, tensors);
   // tidegate has no rooted reduce: an allreduce, whose result only the root keeps (the other
   // ranks reduce into a private copy, so their tensors are left as they were).
-  const at::Tensor buffer = rank_ == opts.rootRank ? in_place_buffer(*work, tensors[0])
-                                                   : scratch_copy(*work, tensors[0]);
+  const at::Tensor buffer =
+      rank_ == opts.rootRank ? in_place_buffer(*work, tensors[0]) : scratch_copy(*work, tensors[0]);
   const tidegate_tensor_t data = view(buffer, type);
   return launch(work, [&](tidegate_comm_t comm, tidegate_request_t* request) {
     return tidegate_iallreduce(comm, &data, &data, op, request);
@@ -76,8 +76,8 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupTidegate::reduce_scatter(
   }
   const WireType type = reduction_type(outputs[0], kName);
   const tidegate_reduce_op_t op = reduce_op(opts.reduceOp, kName);
-  auto work = c10::make_intrusive<TidegateWork>(rank_, c10d::OpType::REDUCE_SCATTER, kName,
-                                                outputs, inputs[0]);
+  auto work = c10::make_intrusive<TidegateWork>(rank_, c10d::OpType::REDUCE_SCATTER, kName, outputs,
+                                                inputs[0]);
   // Rank r's block of the inputs laid end to end is inputs[r]: tidegate's blocks are equal
   // when the length divides by the group size, as it does here.
   const tidegate_tensor_t in = view(concatenated(*work, inputs[0]), type);

@@ -65,8 +65,8 @@ tidegate_reduce_op_t reduce_op(const c10d::ReduceOp& op, const char* collective)
 
 tidegate_tensor_t view(const at::Tensor& contiguous, WireType type) {
   TORCH_INTERNAL_ASSERT(contiguous.is_contiguous(), "tidegate views need contiguous tensors");
-  tidegate_tensor_t t = tidegate_host_tensor(contiguous.data_ptr(),
-                                             contiguous.numel() * type.scale, type.dtype);
+  tidegate_tensor_t t =
+      tidegate_host_tensor(contiguous.data_ptr(), contiguous.numel() * type.scale, type.dtype);
   if (contiguous.is_cuda()) {
     t.memory = TIDEGATE_MEMORY_CUDA;
     // The stream the caller's work on this tensor is ordered on; found through c10's
@@ -97,8 +97,8 @@ void check_tensor_list(const std::vector<at::Tensor>& tensors, size_t expected,
   for (const at::Tensor& t : tensors) {
     TORCH_CHECK_VALUE(t.layout() == at::kStrided, "tidegate ", collective,
                       " takes dense tensors, got a ", t.layout(), " ", role, " tensor");
-    TORCH_CHECK_VALUE(t.device().type() == tensors.front().device().type(), "tidegate ",
-                      collective, " takes ", role, " tensors on one device type, got ",
+    TORCH_CHECK_VALUE(t.device().type() == tensors.front().device().type(), "tidegate ", collective,
+                      " takes ", role, " tensors on one device type, got ",
                       tensors.front().device(), " and ", t.device());
   }
 }

@@ -35,8 +35,8 @@ TidegateWork::TidegateWork(int rank, c10d::OpType type, const char* collective,
   if (!devices.empty()) {
     stream_ = c10::impl::getDeviceGuardImpl(devices.front().type())->getStream(devices.front());
   }
-  future_ = c10::make_intrusive<c10::ivalue::Future>(
-      c10::ListType::create(c10::TensorType::get()), devices);
+  future_ = c10::make_intrusive<c10::ivalue::Future>(c10::ListType::create(c10::TensorType::get()),
+                                                     devices);
 }
 
 void TidegateWork::keep_alive(const at::Tensor& tensor) { keep_alive_.push_back(tensor); }
@@ -121,8 +121,8 @@ std::vector<at::Tensor> TidegateWork::result() { return result_; }
 
 std::exception_ptr make_error(const char* collective, tidegate_status_t status,
                               const std::string& message) {
-  const std::string text =
-      std::string("tidegate ") + collective + ": " + tidegate_status_string(status) + ": " + message;
+  const std::string text = std::string("tidegate ") + collective + ": " +
+                           tidegate_status_string(status) + ": " + message;
   try {
     switch (status) {
       case TIDEGATE_ERR_INVALID_ARGUMENT:

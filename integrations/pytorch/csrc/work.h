@@ -30,8 +30,8 @@ class TidegateWork : public c10d::Work {
  public:
   // `collective` names the op in messages (a static string); `result` is what result() and the
   // Future hold once the collective succeeds; `inputs` feed the profiler's record of the op.
-  TidegateWork(int rank, c10d::OpType type, const char* collective,
-               std::vector<at::Tensor> result, const std::vector<at::Tensor>& inputs);
+  TidegateWork(int rank, c10d::OpType type, const char* collective, std::vector<at::Tensor> result,
+               const std::vector<at::Tensor>& inputs);
 
   // Keeps `tensor` (memory tidegate reads or writes) alive until the collective finishes.
   void keep_alive(const at::Tensor& tensor);
@@ -60,7 +60,7 @@ class TidegateWork : public c10d::Work {
 
   const char* const collective_;
   std::vector<at::Tensor> result_;
-  std::vector<at::Tensor> keep_alive_;                        // cleared on completion
+  std::vector<at::Tensor> keep_alive_;                         // cleared on completion
   std::vector<std::pair<at::Tensor, at::Tensor>> copy_backs_;  // (from, to); cleared likewise
   std::optional<c10::Stream> stream_;  // CUDA: the stream the collective was ordered on
   c10::intrusive_ptr<c10::ivalue::Future> future_;
