@@ -62,7 +62,7 @@ setup_packages() {
 setup_python() {
   if [ ! -x "$VENV/bin/python" ]; then
     log "creating the Python environment $VENV"
-    "${TIDEGATE_PYTHON:-python3}" -m venv "$VENV"
+    "${TIDEGATE_PYTHON:-python3}" -m venv "$VENV" || return
   fi
   # The backend compiles against this environment's torch, so its build must not be isolated.
   # pip reads a config value as its option's destination (build_isolation): false = off.
@@ -72,8 +72,8 @@ setup_python() {
   log "installing ${PYTHON_PACKAGES[*]} into $VENV (wheels kept in $WHEELHOUSE)"
   if ! "$VENV/bin/pip" install -q --no-index --find-links "$WHEELHOUSE" "${PYTHON_PACKAGES[@]}"; then
     log "downloading the missing wheels into $WHEELHOUSE"
-    "$VENV/bin/pip" download -q --dest "$WHEELHOUSE" "${PYTHON_PACKAGES[@]}"
-    "$VENV/bin/pip" install -q --no-index --find-links "$WHEELHOUSE" "${PYTHON_PACKAGES[@]}"
+    "$VENV/bin/pip" download -q --dest "$WHEELHOUSE" "${PYTHON_PACKAGES[@]}" &&
+      "$VENV/bin/pip" install -q --no-index --find-links "$WHEELHOUSE" "${PYTHON_PACKAGES[@]}"
   fi
 }
 
@@ -107,18 +107,22 @@ cmd_demo() {
 cmd_test() {
   cmd_build
   log "running the test suite"
-  ctest --test-dir "$BUILD_DIR" --output-on-failure --timeout 600 -j "$JOBS" "$@"
-  python_tests
+  local status=0
+  ctest --test-dir "$BUILD_DIR" --output-on-failure --timeout 600 -j "$JOBS" "$@" || status=$?
+  # The Python tests run even when a C++ test failed, so that one run reports both.
+  python_tests || status=$?
+  return "$status"
 }
 
 # Installs the PyTorch backend into $VENV (compiled against its torch, linked to the libtidegate
-# just built) and runs its tests.
+# just built) and runs its tests. Each step returns on failure itself: callers may run it where
+# `set -e` does not apply.
 python_tests() {
-  setup_python
+  setup_python || return
   log "installing the PyTorch backend (integrations/pytorch) into $VENV"
   # ccache (used by torch's extension builder when installed) hits across clones of the tree.
   CCACHE_BASEDIR="${CCACHE_BASEDIR:-$ROOT}" MAX_JOBS="$JOBS" TIDEGATE_BUILD_DIR="$BUILD_DIR" \
-    "$VENV/bin/pip" install -q --no-build-isolation "$ROOT/integrations/pytorch"
+    "$VENV/bin/pip" install -q --no-build-isolation "$ROOT/integrations/pytorch" || return
   log "running the PyTorch backend's tests (tests/python)"
   "$VENV/bin/python" -m pytest -q -rs "$ROOT/tests/python"
 }

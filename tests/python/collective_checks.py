@@ -284,6 +284,23 @@ def check_reduction_of_bool_is_refused(groups):
     return "allreduce of a bool tensor was accepted"
 
 
+def check_bitwise_op_is_refused(groups):
+    try:
+        dist.all_reduce(torch.ones(2, dtype=torch.int32), op=dist.ReduceOp.BAND, group=groups.tg)
+    except ValueError as error:
+        return None if "does not support the reduce op" in str(error) else f"unclear: {error}"
+    return "allreduce with BAND was accepted"
+
+
+def check_several_tensors_are_refused(groups):
+    # The process-group API still takes lists (one tensor per device); tidegate drives one.
+    try:
+        groups.tg.allreduce([torch.ones(2), torch.ones(2)])
+    except ValueError as error:
+        return None if "one device per process" in str(error) else f"unclear: {error}"
+    return "allreduce of two tensors in one call was accepted"
+
+
 def check_non_contiguous(groups):
     # Strided tensors are staged through contiguous buffers and copied back.
     base = exact_values(torch.float32, (6, 8), groups.rank, 16)
@@ -384,6 +401,8 @@ def _checks():
         ("barrier", check_barrier),
         ("bytes_for_other_dtypes", check_bytes_for_other_dtypes),
         ("reduction_of_bool_is_refused", check_reduction_of_bool_is_refused),
+        ("bitwise_op_is_refused", check_bitwise_op_is_refused),
+        ("several_tensors_are_refused", check_several_tensors_are_refused),
         ("non_contiguous", check_non_contiguous),
         ("async_work_and_futures", check_async_work_and_futures),
         ("subgroups", check_subgroups),

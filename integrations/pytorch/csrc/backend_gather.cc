@@ -18,7 +18,7 @@ void check_root(int64_t root, int size, const char* collective) {
 c10::intrusive_ptr<c10d::Work> ProcessGroupTidegate::broadcast(std::vector<at::Tensor>& tensors,
                                                                const c10d::BroadcastOptions& opts) {
   static constexpr const char* kName = "broadcast";
-  check_tensor_list(tensors, 1, kName, "");
+  check_tensor_list(tensors, 1, kName, "in-place");
   check_root(opts.rootRank, size_, kName);
   TORCH_CHECK_VALUE(opts.rootTensor == 0, "tidegate ", kName, ": rootTensor must be 0");
   const int root = static_cast<int>(opts.rootRank);

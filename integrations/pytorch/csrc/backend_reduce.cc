@@ -8,7 +8,7 @@ namespace tidegate_torch {
 c10::intrusive_ptr<c10d::Work> ProcessGroupTidegate::allreduce(std::vector<at::Tensor>& tensors,
                                                                const c10d::AllreduceOptions& opts) {
   static constexpr const char* kName = "allreduce";
-  check_tensor_list(tensors, 1, kName, "");
+  check_tensor_list(tensors, 1, kName, "in-place");
   TORCH_CHECK_VALUE(!opts.sparseIndices.has_value(), "tidegate ", kName,
                     " takes dense tensors (sparse allreduce is not supported)");
   const WireType type = reduction_type(tensors[0], kName);
@@ -42,7 +42,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupTidegate::allreduce_coalesced(
 c10::intrusive_ptr<c10d::Work> ProcessGroupTidegate::reduce(std::vector<at::Tensor>& tensors,
                                                             const c10d::ReduceOptions& opts) {
   static constexpr const char* kName = "reduce";
-  check_tensor_list(tensors, 1, kName, "");
+  check_tensor_list(tensors, 1, kName, "in-place");
   TORCH_CHECK_VALUE(opts.rootRank >= 0 && opts.rootRank < size_, "tidegate ", kName, ": root ",
                     opts.rootRank, " is outside [0, ", size_, ")");
   TORCH_CHECK_VALUE(opts.rootTensor == 0, "tidegate ", kName, ": rootTensor must be 0");

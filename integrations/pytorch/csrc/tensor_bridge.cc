@@ -93,7 +93,8 @@ std::vector<int64_t> prefix_offsets(const std::vector<int64_t>& counts) {
 void check_tensor_list(const std::vector<at::Tensor>& tensors, size_t expected,
                        const char* collective, const char* role) {
   TORCH_CHECK_VALUE(tensors.size() == expected, "tidegate ", collective, " takes ", expected, " ",
-                    role, " tensor(s) per call (one device per process), got ", tensors.size());
+                    role, " tensor(s) per call, got ", tensors.size(),
+                    expected == 1 ? " (tidegate drives one device per process)" : "");
   for (const at::Tensor& t : tensors) {
     TORCH_CHECK_VALUE(t.layout() == at::kStrided, "tidegate ", collective,
                       " takes dense tensors, got a ", t.layout(), " ", role, " tensor");
