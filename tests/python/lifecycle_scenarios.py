@@ -10,6 +10,7 @@ import torch.distributed as dist
 from harness import GROUP_TIMEOUT
 
 SHORT_TIMEOUT_S = 3
+SECRET_MISMATCH_TIMEOUT_S = 8
 
 
 def _failure(call):
@@ -86,3 +87,23 @@ def reinitialise_on_one_store(rank, world_size, port):
         sums.append(t[0].item())
         dist.destroy_process_group()
     return sums
+
+
+def with_job_secret(rank, world_size, mismatched):
+    """Every rank sets TIDEGATE_SECRET (rank 1 a different one when `mismatched`), then creates
+    the group and allreduces: tidegate authenticates its data connections with it."""
+    import os
+
+    secret = "job-secret-0123456789abcdef"
+    os.environ["TIDEGATE_SECRET"] = secret + ("-other" if mismatched and rank == 1 else "")
+    start = time.monotonic()
+    try:
+        # A mismatch shows only when the group's timeout passes: keep that short.
+        timeout = datetime.timedelta(seconds=SECRET_MISMATCH_TIMEOUT_S if mismatched else 60)
+        dist.init_process_group("tidegate", timeout=timeout)
+        t = torch.ones(3)
+        dist.all_reduce(t)
+        return {"type": None, "value": t.tolist(), "seconds": time.monotonic() - start}
+    except Exception as error:  # noqa: BLE001 - the test inspects it
+        return {"type": type(error).__name__, "message": str(error),
+                "seconds": time.monotonic() - start}

@@ -44,3 +44,20 @@ def test_reinitialisation_on_the_same_store():
     sums = run_ranks(lifecycle_scenarios.reinitialise_on_one_store, 2, args=(free_port(),),
                      timeout=180)
     assert sums == [[1.0, 21.0], [1.0, 21.0]]
+
+
+def test_a_configured_job_secret_is_used():
+    outcomes = run_ranks(lifecycle_scenarios.with_job_secret, 2, args=(False,), timeout=120)
+    assert [o["value"] for o in outcomes] == [[2.0] * 3] * 2, outcomes
+
+
+def test_ranks_with_different_secrets_fail_to_connect():
+    # Every rank fails, within the group's timeout (plus start-up). libtidegate logs the
+    # authentication failure ("its job secret differs from ours") but reports "no transport could
+    # start" once the timeout has passed: the reason is in the log, not yet in the exception.
+    outcomes = run_ranks(lifecycle_scenarios.with_job_secret, 2, args=(True,), timeout=120)
+    for rank, seen in enumerate(outcomes):
+        assert seen["type"] == "DistBackendError", f"rank {rank}: {seen}"
+        assert "process group creation" in seen["message"], f"rank {rank}: {seen}"
+        assert seen["seconds"] < lifecycle_scenarios.SECRET_MISMATCH_TIMEOUT_S + 15, \
+            f"rank {rank}: {seen}"

@@ -45,7 +45,7 @@ ProcessGroupTidegate::ProcessGroupTidegate(const c10::intrusive_ptr<c10d::Store>
     std::string message = tidegate_last_error();
     const std::string store_error = bridge.last_store_error();
     if (!store_error.empty()) message += " (the c10d store reported: " + store_error + ")";
-    throw_error("process group creation", status, message);
+    throw_error("process group creation", status, message, /*backend_error_only=*/true);
   }
   init();
 }

@@ -30,8 +30,10 @@ std::string StoreBridge::last_store_error() const {
 }
 
 void StoreBridge::remember(const std::exception& e) {
+  // c10's errors carry a C++ backtrace in what(); the message alone is what helps here.
+  const auto* c10_error = dynamic_cast<const c10::Error*>(&e);
   std::lock_guard<std::mutex> lock(mutex_);
-  last_error_ = e.what();
+  last_error_ = c10_error != nullptr ? c10_error->what_without_backtrace() : e.what();
 }
 
 // Exceptions must not cross the C callback boundary: each becomes a return code, and its text

@@ -119,12 +119,12 @@ c10::intrusive_ptr<c10::ivalue::Future> TidegateWork::getFuture() { return futur
 
 std::vector<at::Tensor> TidegateWork::result() { return result_; }
 
-std::exception_ptr make_error(const char* collective, tidegate_status_t status,
-                              const std::string& message) {
-  const std::string text = std::string("tidegate ") + collective + ": " +
-                           tidegate_status_string(status) + ": " + message;
+std::exception_ptr make_error(const char* what, tidegate_status_t status,
+                              const std::string& message, bool backend_error_only) {
+  const std::string text =
+      std::string("tidegate ") + what + ": " + tidegate_status_string(status) + ": " + message;
   try {
-    switch (status) {
+    switch (backend_error_only ? TIDEGATE_ERR_INTERNAL : status) {
       case TIDEGATE_ERR_INVALID_ARGUMENT:
         C10_THROW_ERROR(ValueError, text);
       case TIDEGATE_ERR_UNSUPPORTED:
@@ -137,8 +137,9 @@ std::exception_ptr make_error(const char* collective, tidegate_status_t status,
   }
 }
 
-void throw_error(const char* collective, tidegate_status_t status, const std::string& message) {
-  std::rethrow_exception(make_error(collective, status, message));
+void throw_error(const char* what, tidegate_status_t status, const std::string& message,
+                 bool backend_error_only) {
+  std::rethrow_exception(make_error(what, status, message, backend_error_only));
 }
 
 }  // namespace tidegate_torch

@@ -66,12 +66,14 @@ class TidegateWork : public c10d::Work {
   c10::intrusive_ptr<c10::ivalue::Future> future_;
 };
 
-// The exception a failed tidegate call becomes in Python: ValueError for bad arguments,
-// NotImplementedError for what this build cannot do, DistBackendError for the rest (mismatch,
-// timeout, peer failure, ...). The text is "tidegate <collective>: <status>: <message>".
-std::exception_ptr make_error(const char* collective, tidegate_status_t status,
-                              const std::string& message);
-[[noreturn]] void throw_error(const char* collective, tidegate_status_t status,
-                              const std::string& message);
+// The exception a failed tidegate collective becomes in Python: ValueError for bad arguments,
+// NotImplementedError for what this build cannot do (e.g. CUDA memory), DistBackendError for the
+// rest (mismatch, timeout, peer failure, ...). The text is "tidegate <what>: <status>:
+// <message>". With `backend_error_only` every status is a DistBackendError (a group that cannot
+// be created is a backend failure, whatever tidegate's reason).
+std::exception_ptr make_error(const char* what, tidegate_status_t status,
+                              const std::string& message, bool backend_error_only = false);
+[[noreturn]] void throw_error(const char* what, tidegate_status_t status,
+                              const std::string& message, bool backend_error_only = false);
 
 }  // namespace tidegate_torch
