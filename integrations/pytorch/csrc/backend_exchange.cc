@@ -1,4 +1,5 @@
 // ProcessGroupTidegate's all-to-all, barrier, and the point-to-point calls it refuses.
+#include <algorithm>
 #include <numeric>
 
 #include "backend.h"
