@@ -89,7 +89,9 @@ int64_t append_hits(const float* x, int64_t begin, uint32_t hits, TopKSelection*
 int64_t collect(const float* x, int64_t begin, int64_t end, int64_t k, uint32_t threshold,
                 Candidates* c, int64_t* compactions) {
   for (int64_t i = begin; i < end; i += kScanBlock) {
-    if (c->kept.size + kScanBlock > c->capacity) {
+    // Compacting needs more than k candidates. A buffer sized to the whole range (shorter than
+    // a block plus k) never needs it: the slack past capacity takes any block's hits.
+    if (c->kept.size > k && c->kept.size + kScanBlock > c->capacity) {
       threshold = keep_best(c, k) + 1;  // the weakest kept is finite, so threshold <= +Inf's bits
       ++*compactions;
     }

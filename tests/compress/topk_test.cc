@@ -191,6 +191,24 @@ TEST(TopK, ShortfallFallsBackInExactModeAndIsAcceptedInApproxWithinBound) {
   EXPECT_EQ(low.index_list(), top);
 }
 
+TEST(TopK, RememberedThresholdOnTensorsShorterThanABlock) {
+  // A threshold carried over from an earlier step on a tensor shorter than one scan block:
+  // the selection is the exact top k, never an index outside the tensor.
+  for (int64_t n : {1, 7, 31, 33, 100}) {
+    const std::vector<float> x = normal_floats(n, 11);
+    const std::vector<int64_t> order = magnitude_order(x);
+    for (int64_t k : {int64_t{1}, int64_t{2}, n}) {
+      if (k > n) continue;
+      for (uint32_t threshold : {0u, 0x3f000000u /* 0.5 */, 0x7f000000u /* huge */}) {
+        TopKSelection sel;
+        TopKStats stats;
+        select_top_k_above(x.data(), n, k, TopKMode::kExact, threshold, k + k / 4, &sel, &stats);
+        EXPECT_EQ(sel.index_list(), top_of(order, k)) << "n " << n << " k " << k;
+      }
+    }
+  }
+}
+
 TEST(TopK, EdgeCounts) {
   std::vector<float> empty;
   auto codec = codec_from("topk:ratio=0.5");

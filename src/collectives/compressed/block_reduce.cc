@@ -40,6 +40,30 @@ class BlockReduceTask : public CollectiveTask {
     gather_base_ = waves_;
   }
 
+  // An op that ends early (a peer's bad payload, an abort) still leaves this rank's sender
+  // residual as its whole encoding leaves it, so that a residual depends only on the rank's own
+  // input, never on when a peer failed: the segments not encoded yet are encoded here (nothing
+  // is sent), and under decode-and-reencode the own block's segments count as sent exactly.
+  ~BlockReduceTask() override {
+    if (!started_ || !op_.error_feedback) return;
+    for (int owner = 0; owner < op_.size; ++owner) {
+      const bool sends = owner != op_.rank || combine_ == BlockCombine::kSumPayloads;
+      for (size_t s = 0; sends && s < segments_[owner].size(); ++s) {
+        if (encoded_[owner][s]) continue;
+        PooledBuffer unused;
+        (void)encode_sender(owner, s, &unused);  // finite input (checked in start)
+      }
+    }
+    if (combine_ != BlockCombine::kDecodeAndReencode) return;
+    for (size_t s = reduced_; s < segments_[op_.rank].size(); ++s) {
+      const Segment& segment = segments_[op_.rank][s];
+      float* residual = nullptr;
+      if (op_.state->sender().float_residual(op_.key, op_.count(), &residual).is_ok()) {
+        std::fill(residual + segment.offset, residual + segment.offset + segment.length, 0.0f);
+      }
+    }
+  }
+
   const char* algorithm() const override { return name_; }
   bool has_local_work() const override { return next_wave_ < waves_; }
 
@@ -61,6 +85,9 @@ class BlockReduceTask : public CollectiveTask {
     owner_payloads_.resize(mine.size());
     sender_payloads_.resize(static_cast<size_t>(op_.size));
     for (int c = 0; c < op_.size; ++c) sender_payloads_[c].resize(segments_[c].size());
+    encoded_.assign(static_cast<size_t>(op_.size), {});
+    for (int c = 0; c < op_.size; ++c) encoded_[c].assign(segments_[c].size(), false);
+    started_ = true;
     // Every receive is posted now: the contributions to this rank's segments, and the owners'
     // combined segments of every other block.
     for (int step = 1; step < op_.size; ++step) {
@@ -119,7 +146,10 @@ class BlockReduceTask : public CollectiveTask {
 
   // Encodes input + sender residual of [segment.offset, +length) into *payload (error feedback
   // updates the residual with what the payload leaves out).
-  Status encode_sender(const Segment& segment, uint64_t part, PooledBuffer* payload) {
+  Status encode_sender(int owner, size_t s, PooledBuffer* payload) {
+    const Segment& segment = segments_[owner][s];
+    const uint64_t part = block_sender_part(owner, s);
+    encoded_[owner][s] = true;
     const float* values = nullptr;
     float* residual = nullptr;
     TG_RETURN_IF_ERROR(load_compensated(op_, segment.offset, segment.length, compensated_.data(),
@@ -138,15 +168,14 @@ class BlockReduceTask : public CollectiveTask {
     for (int step = 1; step <= op_.size; ++step) {
       const int owner = (op_.rank + step) % op_.size;
       if (s >= segments_[owner].size()) continue;
-      const uint64_t part = block_sender_part(owner, s);
       if (owner == op_.rank) {
         if (combine_ == BlockCombine::kSumPayloads) {
-          TG_RETURN_IF_ERROR(encode_sender(segments_[owner][s], part, &own_payloads_[s]));
+          TG_RETURN_IF_ERROR(encode_sender(owner, s, &own_payloads_[s]));
         }
         continue;
       }
       PooledBuffer& payload = sender_payloads_[owner][s];
-      TG_RETURN_IF_ERROR(encode_sender(segments_[owner][s], part, &payload));
+      TG_RETURN_IF_ERROR(encode_sender(owner, s, &payload));
       TG_RETURN_IF_ERROR(outbox_.send(messenger_, owner, s, payload.data(), payload.size));
     }
     return Status::ok();
@@ -297,6 +326,8 @@ class BlockReduceTask : public CollectiveTask {
   std::vector<std::vector<size_t>> contributions_;  // per own segment, per rank: inbox index
   std::map<size_t, size_t> gathered_segment_;       // inbox index -> segment of its owner's block
   std::vector<std::vector<PooledBuffer>> sender_payloads_;  // per block, per segment
+  std::vector<std::vector<bool>> encoded_;  // per block, per segment: sender residual updated
+  bool started_ = false;                    // start() passed its input checks
   std::vector<PooledBuffer> own_payloads_;    // kSumPayloads: this rank's own encodings
   std::vector<PooledBuffer> owner_payloads_;  // per own segment: the combined encoding
   size_t reduced_ = 0;
