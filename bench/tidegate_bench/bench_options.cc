@@ -7,6 +7,7 @@
 
 #include "base/config.h"
 #include "base/types.h"
+#include "compress/codec_allow_list.h"
 
 namespace tidegate::bench {
 
@@ -89,7 +90,9 @@ const char* bench_usage() {
          "(dense\n"
          "                  ring bytes / bytes sent per rank), rel_error (one step, error\n"
          "                  feedback off, vs the exact sum); busbw on the dense size\n"
+         "                  auto: the plan picks dense or a codec of --allowed per size\n"
          "  --codec-algo A  the compressed algorithm (default: each codec's own)\n"
+         "  --allowed LIST  codec auto's allow-list (default: TIDEGATE_CODECS)\n"
          "  --ef 0|1        error feedback in the timed compressed runs (0)\n"
          "  --bootstrap auto|env|mpi  how ranks meet: env = tidegate-run's variables,\n"
          "                  mpi = MPI_Init + tidegate_comm_create_from_mpi (auto: env when\n"
@@ -122,6 +125,8 @@ Status parse_word_flag(const std::string& flag, const char* value, BenchOptions*
     o->codecs = split_codec_list(value);
   else if (flag == "--codec-algo")
     o->codec_algorithm = value;
+  else if (flag == "--allowed")
+    o->allowed = value;
   else if (flag == "--baseline") {
     if (std::strcmp(value, "mpi") != 0 && std::strcmp(value, "none") != 0) {
       return config_error("--baseline must be mpi or none");
@@ -170,24 +175,6 @@ Status parse_number_flag(const std::string& flag, const char* value, BenchOption
 }
 
 }  // namespace
-
-std::vector<std::string> split_codec_list(const std::string& text) {
-  std::vector<std::string> specs;
-  size_t start = 0;
-  while (start <= text.size()) {
-    const size_t comma = std::min(text.find(',', start), text.size());
-    const std::string piece = text.substr(start, comma - start);
-    const bool continues = piece.find('=') != std::string::npos &&
-                           piece.find(':') == std::string::npos && !specs.empty();
-    if (continues) {
-      specs.back() += "," + piece;
-    } else if (!piece.empty()) {
-      specs.push_back(piece);
-    }
-    start = comma + 1;
-  }
-  return specs;
-}
 
 Status parse_bench_options(int argc, char** argv, BenchOptions* options, bool* help) {
   BenchOptions o;

@@ -37,12 +37,9 @@ struct BenchOptions {
   // --codec: after each size's dense row, one row per codec spec (compressed allreduce).
   std::vector<std::string> codecs;
   std::string codec_algorithm;  // --codec-algo ("" = each codec's default)
+  std::string allowed;          // --allowed: codec auto's allow-list ("" = TIDEGATE_CODECS)
   bool error_feedback = false;  // --ef 0|1: error feedback in the timed runs
 };
-
-// Splits a --codec list on commas; a piece with '=' and no ':' continues the spec before it, so
-// "qsgd:bits=4,bucket=512,topk:ratio=0.01" is two specs.
-std::vector<std::string> split_codec_list(const std::string& text);
 
 // Parses argv; sets *help for -h. CONFIG error naming the bad flag.
 Status parse_bench_options(int argc, char** argv, BenchOptions* options, bool* help);

@@ -60,11 +60,16 @@ CompressedCase::CompressedCase(const std::string& codec, const std::string& algo
 }
 
 Status CompressedCase::prepare() {
-  std::unique_ptr<Codec> made;
-  TG_RETURN_IF_ERROR(make_codec(spec_, &made));
-  codec_ = std::shared_ptr<const Codec>(std::move(made));
   TG_RETURN_IF_ERROR(Config::from_environment(&config_));
-  if (algorithm_.empty() && codec_->id() != CodecId::kNone) {
+  auto_ = spec_ == "auto";
+  if (!auto_) {
+    std::unique_ptr<Codec> made;
+    TG_RETURN_IF_ERROR(make_codec(spec_, &made));
+    codec_ = std::shared_ptr<const Codec>(std::move(made));
+  } else if (!algorithm_.empty()) {
+    return config_error("--codec auto picks its own algorithm; drop --codec-algo");
+  }
+  if (!auto_ && algorithm_.empty() && codec_->id() != CodecId::kNone) {
     algorithm_ = default_compressed_algorithm(*codec_)->name;
   }
   const std::vector<float> values = rank_input(rank_);
@@ -91,35 +96,55 @@ tidegate_compression_t CompressedCase::options(uint64_t key, bool error_feedback
   o.key = key;
   o.error_feedback = error_feedback ? 1 : 0;
   o.algorithm = algorithm_.empty() ? nullptr : algorithm_.c_str();
+  o.allowed = auto_ && !allowed_.empty() ? allowed_.c_str() : nullptr;
   return o;
 }
 
-tidegate_status_t CompressedCase::run(tidegate_comm_t comm, uint64_t* bytes_sent) {
+tidegate_status_t CompressedCase::post_and_wait(tidegate_comm_t comm, uint64_t key,
+                                                bool error_feedback, uint64_t* bytes_sent,
+                                                std::string* choice) {
   tidegate_tensor_t in = tidegate_host_tensor(input_.data(), count_, dtype_);
   tidegate_tensor_t out = tidegate_host_tensor(output_.data(), count_, dtype_);
   in.rows = out.rows = rows_;
   in.cols = out.cols = cols_;
-  const tidegate_compression_t o = options(key_, error_feedback_);
+  const tidegate_compression_t o = options(key, error_feedback);
   tidegate_request_t request = nullptr;
   tidegate_status_t st = tidegate_icompressed_allreduce(comm, &in, &out, op_, &o, &request);
   if (st != TIDEGATE_OK) return st;
   st = tidegate_request_wait(request, -1);
   if (st == TIDEGATE_OK) st = tidegate_request_bytes_sent(request, bytes_sent);
+  char buffer[512];
+  if (st == TIDEGATE_OK) st = tidegate_request_choice(request, buffer, sizeof buffer);
+  if (st == TIDEGATE_OK) *choice = buffer;
   tidegate_request_free(request);
   return st;
+}
+
+tidegate_status_t CompressedCase::run(tidegate_comm_t comm, uint64_t* bytes_sent,
+                                      std::string* choice) {
+  return post_and_wait(comm, key_, error_feedback_, bytes_sent, choice);
 }
 
 Status CompressedCase::check(tidegate_comm_t comm, CompressedCheck* result) {
   // A key of its own, error feedback off: this step alone, from a fresh state (step 0).
   const uint64_t key = key_ ^ 0xc4ec4ec4ec4ec4ecull;
-  tidegate_tensor_t in = tidegate_host_tensor(input_.data(), count_, dtype_);
-  tidegate_tensor_t out = tidegate_host_tensor(output_.data(), count_, dtype_);
-  in.rows = out.rows = rows_;
-  in.cols = out.cols = cols_;
-  const tidegate_compression_t o = options(key, false);
-  TG_RETURN_IF_ERROR(from_tidegate(tidegate_compressed_allreduce(comm, &in, &out, op_, &o),
+  uint64_t sent = 0;
+  TG_RETURN_IF_ERROR(from_tidegate(post_and_wait(comm, key, false, &sent, &result->choice),
                                    "compressed allreduce (check)"));
-  result->algorithm = codec_->id() == CodecId::kNone ? "dense" : algorithm_;
+  if (auto_) {
+    // "transport/algorithm+codec" or "transport/algorithm" (dense): model what the plan ran.
+    const size_t slash = result->choice.find('/'), plus = result->choice.find('+');
+    codec_.reset();
+    algorithm_.clear();
+    if (plus != std::string::npos) {
+      std::unique_ptr<Codec> made;
+      TG_RETURN_IF_ERROR(make_codec(result->choice.substr(plus + 1), &made));
+      codec_ = std::shared_ptr<const Codec>(std::move(made));
+      algorithm_ = result->choice.substr(slash + 1, plus - slash - 1);
+    }
+  }
+  const bool dense = codec_ == nullptr || codec_->id() == CodecId::kNone;
+  result->algorithm = dense ? "dense" : algorithm_;
   // Identical on every rank: gather the hashes.
   int64_t hash = static_cast<int64_t>(fnv1a(output_));
   std::vector<int64_t> hashes(static_cast<size_t>(size_));
@@ -142,7 +167,7 @@ Status CompressedCase::check(tidegate_comm_t comm, CompressedCheck* result) {
       norm += exact * exact;
     }
     figures[1] = norm > 0 ? std::sqrt(error / norm) : 0;
-    if (codec_->id() != CodecId::kNone) {
+    if (!dense) {
       ModelInputs model;
       model.codec = codec_.get();
       model.algorithm = algorithm_;

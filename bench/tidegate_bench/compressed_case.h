@@ -20,7 +20,8 @@ namespace tidegate::bench {
 struct CompressedCheck {
   int64_t wrong = 0;      // elements off the model, plus ranks whose result differs
   double rel_error = 0;   // ||result - exact|| / ||exact||
-  std::string algorithm;  // the compressed algorithm that ran
+  std::string algorithm;  // the compressed algorithm that ran ("dense" for none)
+  std::string choice;     // what ran the check op: tidegate_request_choice
 };
 
 class CompressedCase {
@@ -30,14 +31,18 @@ class CompressedCase {
                  tidegate_dtype_t dtype, tidegate_reduce_op_t op, int rank, int size, int64_t bytes,
                  uint64_t key);
 
+  // Codec "auto": the allow-list the plan chooses from ("" = TIDEGATE_CODECS).
+  void set_allowed(std::string allowed) { allowed_ = std::move(allowed); }
+
   // CONFIG error for a spec that does not parse (checked before any rank posts).
   Status prepare();
   int64_t bytes() const { return count_ * static_cast<int64_t>(tidegate_dtype_size(dtype_)); }
   int64_t count() const { return count_; }
   const std::string& codec_spec() const { return spec_; }
 
-  // One timed compressed allreduce (blocking); *bytes_sent is this rank's payload bytes.
-  tidegate_status_t run(tidegate_comm_t comm, uint64_t* bytes_sent);
+  // One timed compressed allreduce (blocking); *bytes_sent is this rank's payload bytes and
+  // *choice what ran it (tidegate_request_choice).
+  tidegate_status_t run(tidegate_comm_t comm, uint64_t* bytes_sent, std::string* choice);
   // The check run (collective: every rank calls it).
   Status check(tidegate_comm_t comm, CompressedCheck* result);
 
@@ -45,7 +50,11 @@ class CompressedCase {
   tidegate_compression_t options(uint64_t key, bool error_feedback) const;
   std::vector<float> rank_input(int rank) const;
 
-  std::string spec_, algorithm_;
+  tidegate_status_t post_and_wait(tidegate_comm_t comm, uint64_t key, bool error_feedback,
+                                  uint64_t* bytes_sent, std::string* choice);
+
+  std::string spec_, algorithm_, allowed_;
+  bool auto_ = false;  // codec "auto": codec_ is set per check run from the plan's choice
   bool error_feedback_ = false;
   tidegate_dtype_t dtype_;
   tidegate_reduce_op_t op_;

@@ -139,14 +139,16 @@ Status bench_codec(const BenchOptions& o, const Session& s, int64_t bytes, size_
   const uint64_t key = (static_cast<uint64_t>(index + 1) << 48) ^ static_cast<uint64_t>(bytes);
   CompressedCase c(spec, o.codec_algorithm, o.error_feedback, o.dtype, o.op, s.rank, s.size, bytes,
                    key);
+  c.set_allowed(o.allowed);
   TG_RETURN_IF_ERROR(c.prepare());
   row->bytes = c.bytes();
   row->count = c.count();
   row->codec = spec;
   uint64_t sent = 0;
+  std::string choice;  // what ran the last timed iteration
   TimedLoop loop;
   loop.barrier = [&] { return from_tidegate(tidegate_barrier(s.comm), "tidegate_barrier"); };
-  loop.operation = [&] { return from_tidegate(c.run(s.comm, &sent), spec.c_str()); };
+  loop.operation = [&] { return from_tidegate(c.run(s.comm, &sent, &choice), spec.c_str()); };
   std::vector<double> seconds;
   TG_RETURN_IF_ERROR(run_timed(loop, o.warmup, o.iters, &seconds));
   double median = 0;
@@ -159,8 +161,12 @@ Status bench_codec(const BenchOptions& o, const Session& s, int64_t bytes, size_
   }
   row->out_of_place = measure(c.bytes(), median, busbw_factor(o.collective, s.size), check.wrong);
   row->rel_error = o.check ? check.rel_error : -1;
-  row->algo = dense.algo.substr(0, dense.algo.find('/')) + "/" +
-              (check.algorithm.empty() ? o.codec_algorithm : check.algorithm) + "+" + spec;
+  if (spec == "auto") {
+    row->algo = "auto=" + choice;  // the plan's pick, e.g. auto=tcp/sra+qsgd:bits=4,bucket=512
+  } else {
+    row->algo = dense.algo.substr(0, dense.algo.find('/')) + "/" +
+                (check.algorithm.empty() ? o.codec_algorithm : check.algorithm) + "+" + spec;
+  }
   // Bytes on the wire: the most any rank sent in its last timed iteration.
   int64_t most = static_cast<int64_t>(sent);
   tidegate_tensor_t t = tidegate_host_tensor(&most, 1, TIDEGATE_INT64);

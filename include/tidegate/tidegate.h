@@ -413,13 +413,23 @@ tidegate_alltoallv(tidegate_comm_t comm, const tidegate_tensor_t* input, const i
  *                 sparsifiers and powersgd), "summable" (payloads summed without decoding;
  *                 signsgd's majority vote), "powersgd" (two small allreduces; powersgd).
  *                 Defaults: topk/threshold allgather, randomk shared_randomk, powersgd powersgd,
- *                 signsgd summable, every other codec sra.
+ *                 signsgd summable, every other codec sra. Must be NULL or "" for codec "auto".
+ * allowed         codec "auto" only: the lossy codecs the plan may choose from for this tensor,
+ *                 as a comma-separated list ("fp16,qsgd:bits=4,topk:ratio=0.01"; "none" may be
+ *                 listed and adds nothing: dense is always allowed). NULL or "": TIDEGATE_CODECS.
+ *
+ * codec "auto": per op, the plan (cost model from the measured links and codec throughputs,
+ * refined online) runs the cheapest of dense and every allowed codec x compressed algorithm x
+ * transport; never a codec outside `allowed`. A key that goes back to dense sends its residuals
+ * with that dense op (nothing is lost), on every rank at the same op. TIDEGATE_TUNE rules with
+ * codec=SPEC force a choice; tidegate_request_choice() tells what an op ran.
  */
 typedef struct tidegate_compression {
   const char* codec;
   uint64_t key;
   int error_feedback;
   const char* algorithm;
+  const char* allowed;
 } tidegate_compression_t;
 
 /**
@@ -461,8 +471,10 @@ TIDEGATE_API tidegate_status_t tidegate_compressed_allreduce(
  * every key is bit for bit the step the saved run would have taken.
  * tidegate_ef_state_reset forgets all of it.
  * tidegate_ef_flush adds the residuals of `key` (the sender's and, for blocks this rank owns, the
- * owner's) into `dense`, a tensor about to be sent uncompressed with `op`, and zeroes them, so
- * that nothing is lost when a tensor stops being compressed; dense must have the key's count.
+ * owner's) into `dense`, a tensor about to be sent uncompressed with `op`, and releases them, so
+ * that nothing is lost when a tensor stops being compressed; dense must have the key's count
+ * (a key that holds no residuals adds nothing). Codec "auto" does this itself when it switches
+ * a key back to dense.
  * Thread-safe with respect to posting.
  */
 TIDEGATE_API tidegate_status_t tidegate_ef_state_save(tidegate_comm_t comm, void** data,
@@ -484,6 +496,16 @@ TIDEGATE_API void tidegate_free(void* data);
  */
 TIDEGATE_API tidegate_status_t tidegate_request_bytes_sent(tidegate_request_t request,
                                                            uint64_t* bytes);
+
+/**
+ * What ran a finished request's collective, as "transport/algorithm" ("tcp/ring") or, when it
+ * was compressed, "transport/algorithm+codec" ("tcp/sra+qsgd:bits=4,bucket=512"): with codec
+ * "auto", the choice the plan made for this op (the same on every rank). Written into `buffer`
+ * with its terminating NUL; INVALID_ARGUMENT while the request has not finished or when
+ * `capacity` is too small (128 bytes hold every choice of this build's specs). Thread-safe.
+ */
+TIDEGATE_API tidegate_status_t tidegate_request_choice(tidegate_request_t request, char* buffer,
+                                                       size_t capacity);
 
 /**
  * The block of a count-N tensor that rank `rank` of `size` owns in reduce-scatter:

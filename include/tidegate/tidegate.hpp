@@ -118,18 +118,27 @@ class Request {
     check(status);
   }
   tidegate_request_t get() const noexcept { return handle_; }
+  // What ran the finished op ("tcp/ring", "tcp/sra+qsgd:bits=4,bucket=512"): see
+  // tidegate_request_choice.
+  std::string choice() const {
+    char buffer[512];
+    check(tidegate_request_choice(handle_, buffer, sizeof buffer));
+    return buffer;
+  }
 
  private:
   tidegate_request_t handle_ = nullptr;
 };
 
-// How a compressed allreduce compresses (see tidegate_compression_t): the codec spec, the
-// tensor key, error feedback and, optionally, the algorithm ("" = the codec's default).
+// How a compressed allreduce compresses (see tidegate_compression_t): the codec spec ("auto":
+// the plan picks per op among `allowed`, "" = TIDEGATE_CODECS), the tensor key, error feedback
+// and, optionally, the algorithm ("" = the codec's default).
 struct Compression {
   std::string codec;
   uint64_t key = 0;
   bool error_feedback = false;
   std::string algorithm;
+  std::string allowed;
 
   tidegate_compression_t c() const {
     tidegate_compression_t options{};
@@ -137,6 +146,7 @@ struct Compression {
     options.key = key;
     options.error_feedback = error_feedback ? 1 : 0;
     options.algorithm = algorithm.c_str();
+    options.allowed = allowed.c_str();
     return options;
   }
 };

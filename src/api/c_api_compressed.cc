@@ -25,7 +25,9 @@ tidegate_status_t post_compressed(tidegate_comm_t comm, const tidegate_tensor_t*
     TG_CHECK_ARG(request != nullptr, "request output pointer is NULL");
     CollectiveArgs args;
     TG_RETURN_IF_ERROR(tidegate::compressed_allreduce_args(input, output, op, compression,
-                                                           &comm->impl->codecs(), &args));
+                                                           &comm->impl->codecs(),
+                                                           comm->impl->default_allowed_codecs(),
+                                                           &args));
     return tidegate::c_api_post(comm, std::move(args), request);
   });
 }
@@ -120,6 +122,21 @@ tidegate_status_t tidegate_request_bytes_sent(tidegate_request_t request, uint64
     Status status;
     TG_CHECK_ARG(request->impl->test(&status), "the request has not finished yet");
     *bytes = request->impl->bytes_sent();
+    return Status::ok();
+  });
+}
+
+tidegate_status_t tidegate_request_choice(tidegate_request_t request, char* buffer,
+                                          size_t capacity) {
+  return tidegate::c_api_guarded([&]() -> Status {
+    TG_CHECK_ARG(request != nullptr && buffer != nullptr, "request or buffer pointer is NULL");
+    Status status;
+    TG_CHECK_ARG(request->impl->test(&status), "the request has not finished yet");
+    const std::string& choice = request->impl->choice();
+    TG_CHECK_ARG(choice.size() < capacity, "the buffer holds " + std::to_string(capacity) +
+                                               " bytes; the choice needs " +
+                                               std::to_string(choice.size() + 1));
+    std::memcpy(buffer, choice.c_str(), choice.size() + 1);
     return Status::ok();
   });
 }

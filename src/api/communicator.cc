@@ -3,6 +3,7 @@
 #include <openssl/rand.h>
 
 #include "api/communicator_transports.h"
+#include "compress/codec_allow_list.h"
 #include "base/log.h"
 #include "select/probe.h"
 #include "select/probe_exchange.h"
@@ -54,6 +55,9 @@ Status Communicator::create(CommunicatorOptions options, std::unique_ptr<Communi
   comm->size_ = options.size;
   comm->config_ = std::move(options.config);
   comm->keep_alive_ = std::move(options.keep_alive);
+  // Before any rendezvous: a malformed allow-list fails every rank at once, naming it.
+  TG_RETURN_IF_ERROR(parse_allow_list(comm->config_.raw("TIDEGATE_CODECS"), "TIDEGATE_CODECS",
+                                      &comm->default_allowed_codecs_));
   const Deadline deadline = Deadline::after_ms(comm->config_.timeout_ms());
   std::unique_ptr<Store> store = make_prefix_store(options.store, "tidegate/");
 

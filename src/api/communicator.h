@@ -64,6 +64,10 @@ class Communicator {
 
   // Parsed codecs of the compressed allreduce, by spec.
   CodecCache& codecs() { return codecs_; }
+  // TIDEGATE_CODECS, parsed at creation: the allow-list of codec "auto" when a call gives none.
+  const std::vector<std::shared_ptr<const Codec>>& default_allowed_codecs() const {
+    return default_allowed_codecs_;
+  }
 
   // Fails everything pending, tells the peers, stops. Thread-safe.
   void abort(const std::string& reason);
@@ -90,6 +94,7 @@ class Communicator {
   std::unique_ptr<Planner> planner_;
   std::unique_ptr<ProgressEngine> engine_;
   CodecCache codecs_;
+  std::vector<std::shared_ptr<const Codec>> default_allowed_codecs_;
   std::mutex post_mutex_;
   uint64_t next_op_seq_ = 0;      // guarded by post_mutex_
   uint64_t posted_user_ops_ = 0;  // guarded by post_mutex_

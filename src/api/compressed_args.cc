@@ -2,6 +2,7 @@
 
 #include "api/tensor_checks.h"
 #include "collectives/algorithm_table.h"
+#include "compress/codec_allow_list.h"
 
 namespace tidegate {
 
@@ -19,14 +20,22 @@ Status CodecCache::get(const std::string& spec, std::shared_ptr<const Codec>* co
 
 Status compressed_allreduce_args(const tidegate_tensor_t* input, const tidegate_tensor_t* output,
                                  tidegate_reduce_op_t op, const tidegate_compression_t* options,
-                                 CodecCache* codecs, CollectiveArgs* args) {
+                                 CodecCache* codecs, const AllowList& default_allowed,
+                                 CollectiveArgs* args) {
   TG_RETURN_IF_ERROR(allreduce_args(input, output, op, args));
   TG_CHECK_ARG(options != nullptr, "compressed allreduce: compression options are NULL");
   TG_CHECK_ARG(options->codec != nullptr && options->codec[0] != '\0',
                "compressed allreduce: no codec spec (use \"none\" for the dense allreduce)");
+  const bool auto_codec = std::string(options->codec) == "auto";
   std::shared_ptr<const Codec> codec;
-  TG_RETURN_IF_ERROR(codecs->get(options->codec, &codec));
-  if (codec->id() == CodecId::kNone) return Status::ok();  // the plain allreduce
+  if (!auto_codec) {
+    TG_RETURN_IF_ERROR(codecs->get(options->codec, &codec));
+    if (codec->id() == CodecId::kNone) return Status::ok();  // the plain allreduce
+    TG_CHECK_ARG(options->allowed == nullptr || options->allowed[0] == '\0',
+                 std::string("compressed allreduce: an allow-list (\"") + options->allowed +
+                     "\") is for codec \"auto\"; codec \"" + options->codec +
+                     "\" is fixed");
+  }
 
   TG_CHECK_ARG(op == TIDEGATE_SUM || op == TIDEGATE_AVG,
                std::string("compressed allreduce: reduce op ") + reduce_op_name(op) +
@@ -44,10 +53,24 @@ Status compressed_allreduce_args(const tidegate_tensor_t* input, const tidegate_
   TG_CHECK_ARG(options->error_feedback == 0 || options->error_feedback == 1,
                "compressed allreduce: error_feedback must be 0 or 1");
   CompressionArgs& compression = args->compression;
-  compression.codec = std::move(codec);
   compression.key = options->key;
   compression.error_feedback = options->error_feedback == 1;
   compression.algorithm = options->algorithm != nullptr ? options->algorithm : "";
+  if (auto_codec) {
+    // The plan picks the algorithm with the codec, per op: a fixed one would contradict it.
+    TG_CHECK_ARG(compression.algorithm.empty(),
+                 "compressed allreduce: codec \"auto\" picks its own algorithm; algorithm \"" +
+                     compression.algorithm + "\" needs a fixed codec");
+    compression.auto_codec = true;
+    if (options->allowed != nullptr && options->allowed[0] != '\0') {
+      TG_RETURN_IF_ERROR(parse_allow_list(options->allowed, "the allowed option",
+                                          &compression.allowed));
+    } else {
+      compression.allowed = default_allowed;
+    }
+    return Status::ok();
+  }
+  compression.codec = std::move(codec);
   const AlgorithmRow* row = nullptr;
   TG_RETURN_IF_ERROR(compressed_algorithm(compression, &row));
   if (compression.algorithm.empty()) compression.algorithm = row->name;

@@ -7,6 +7,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <vector>
 
 #include "base/status.h"
 #include "collectives/collective_args.h"
@@ -25,10 +26,15 @@ class CodecCache {
   std::map<std::string, std::shared_ptr<const Codec>> codecs_;
 };
 
-// Validates the tensors, the op and the options; args becomes a dense allreduce for codec "none"
-// and a compressed one otherwise (its algorithm resolved, so a bad name fails here).
+using AllowList = std::vector<std::shared_ptr<const Codec>>;
+
+// Validates the tensors, the op and the options; args becomes a dense allreduce for codec "none",
+// an auto one for codec "auto" (its allow-list: options->allowed, else `default_allowed`, the
+// communicator's TIDEGATE_CODECS) and a compressed one otherwise (its algorithm resolved, so a
+// bad name fails here).
 Status compressed_allreduce_args(const tidegate_tensor_t* input, const tidegate_tensor_t* output,
                                  tidegate_reduce_op_t op, const tidegate_compression_t* options,
-                                 CodecCache* codecs, CollectiveArgs* args);
+                                 CodecCache* codecs, const AllowList& default_allowed,
+                                 CollectiveArgs* args);
 
 }  // namespace tidegate

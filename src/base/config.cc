@@ -64,6 +64,10 @@ const std::vector<ConfigEntry>& config_table() {
        "Job seed of the stochastic codecs (qsgd, random-k, stochastic rounding, PowerSGD's first "
        "Q): draws are a pure function of (seed, tensor key, the key's step); every rank must use "
        "the same."},
+      {"TIDEGATE_CODECS", "",
+       "Default allow-list of the compressed allreduce's codec \"auto\" (when the call gives none): "
+       "the lossy codecs the plan may pick per tensor, e.g. none,fp16,topk:ratio=0.01,qsgd:bits=4; "
+       "empty: auto always runs dense."},
       {"TIDEGATE_OPS_IN_FLIGHT", "4",
        "Collectives the progress engine runs at once, each on its own transport channel (requests "
        "still complete in posting order); 1 runs them one at a time."},

@@ -25,6 +25,11 @@ struct CompressionArgs {
   // (assigned by the engine in posting order). Stochastic codecs draw from (seed, key, step), so
   // a restored checkpoint (which carries the steps) repeats the next step bit for bit.
   uint64_t step = 0;
+  // Codec "auto": the plan picks, per op, dense or one of `allowed` (the lossy codecs the
+  // caller accepts, in a canonical order); `codec` is then set by the engine (or left null for
+  // dense) before any task is built.
+  bool auto_codec = false;
+  std::vector<std::shared_ptr<const Codec>> allowed;
 
   bool enabled() const { return codec != nullptr; }
 };

@@ -97,8 +97,17 @@ WireHeader op_identity(const TaskContext& context, const CollectiveArgs& args) {
     const uint64_t seed = context.config != nullptr ? context.config->codec_seed() : 0;
     h.codec_config_hash = compression.codec->config_hash() ^ fnv1a({seed});
     h.aux = hash_text(compression.algorithm);
+  }
+  if (compression.enabled() || compression.auto_codec) {
     h.key_hash = fnv1a({compression.key, compression.step});
     if (compression.error_feedback) h.flags |= kWireFlagErrorFeedback;
+  }
+  if (compression.auto_codec) {
+    // The allow-list belongs to the settings too, whatever the plan picked (dense included):
+    // ranks must allow the same codecs, or their plans could part.
+    std::string allowed;
+    for (const auto& codec : compression.allowed) allowed += codec->spec() + ";";
+    h.codec_config_hash ^= static_cast<uint32_t>(hash_text(allowed));
   }
   return h;
 }

@@ -50,6 +50,7 @@ struct ActiveOp {
   bool ran_alone = true;        // no other op was in flight meanwhile: its time is evidence
   Clock::time_point started;
   Clock::time_point last_progress;
+  std::string choice;  // the phase that does the op's work, as Request::choice() reports it
   uint64_t bytes_sent = 0;            // payload bytes of every phase (TaskContext::bytes_sent)
   std::vector<double> replan_buffer;  // a re-planning round's statistics, reduced in place
 

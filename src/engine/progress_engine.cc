@@ -7,6 +7,7 @@
 
 #include "base/log.h"
 #include "collectives/algorithm_table.h"
+#include "collectives/compressed/flush_task.h"
 #include "select/size_rule.h"
 
 namespace tidegate {
@@ -179,6 +180,11 @@ Status ProgressEngine::add_phase(ActiveOp& op, Transport* transport,
   phase.context.channel = channels == 0 ? slot : slot % channels;
   phase.lane = {transport, algorithm.native() ? Lane::kNativeChannel : phase.context.channel};
   TG_RETURN_IF_ERROR(make_algorithm_task(phase.context, op.args, algorithm, &phase.task));
+  if (algorithm.collective != OpKind::kInternal) {  // not an identity check or a residual flush
+    const CompressionArgs& compression = op.args.compression;
+    op.choice = std::string(transport->name()) + "/" + algorithm.name;
+    if (compression.enabled()) op.choice += "+" + compression.codec->spec();
+  }
   op.phases.push_back(std::move(phase));
   return Status::ok();
 }
@@ -186,6 +192,7 @@ Status ProgressEngine::add_phase(ActiveOp& op, Transport* transport,
 Status ProgressEngine::plan_op(ActiveOp& op) {
   op.args = op.request->args();
   CompressionArgs& compression = op.args.compression;
+  if (compression.auto_codec) return plan_auto_op(op);
   if (compression.enabled()) {
     // In posting order, so every rank gives the key the same step.
     compression.step = compression_.next_step(compression.key);
@@ -224,6 +231,43 @@ Status ProgressEngine::plan_op(ActiveOp& op) {
     TG_RETURN_IF_ERROR(add_phase(op, transports_.front(), identity_check_algorithm()));
   }
   return add_phase(op, chosen, *op.decision.algorithm);
+}
+
+// Codec "auto": the codec plan picks dense or a codec for this op, on every rank alike (same
+// plan, same agreed re-planning, same posting order).
+Status ProgressEngine::plan_auto_op(ActiveOp& op) {
+  CompressionArgs& compression = op.args.compression;
+  // Every auto op advances its key's step, dense or not: the steps stay in posting order.
+  compression.step = compression_.next_step(compression.key);
+  const AlgorithmRow* row = nullptr;
+  Transport* chosen = transports_.front();
+  if (planner_ != nullptr) {
+    TG_RETURN_IF_ERROR(planner_->choose_auto(op.args, &op.decision));
+    chosen = transports_[static_cast<size_t>(op.decision.transport_index)];
+    row = op.decision.algorithm;
+  }
+  if (op.decision.codec != nullptr) {
+    compression.codec = op.decision.codec;
+    compression.algorithm = row->name;
+    TG_RETURN_IF_ERROR(add_phase(op, transports_.front(), identity_check_algorithm()));
+    return add_phase(op, chosen, *row);
+  }
+  // Dense. A key that was compressed before holds residuals (error feedback): they go into this
+  // dense send, so nothing the compressed steps held back is lost at the switch.
+  const uint64_t key = compression.key;
+  compression.codec = nullptr;
+  compression.algorithm.clear();
+  if (row == nullptr) TG_RETURN_IF_ERROR(fixed_algorithm(*context_.config, op.args, &row));
+  if (compression_.has_residual(key)) {
+    static const AlgorithmRow flush = {OpKind::kInternal, "flush_residual", kAlgorithmHostOnly,
+                                       make_flush_residual_task, nullptr};
+    TG_RETURN_IF_ERROR(add_phase(op, transports_.front(), flush));  // output = input + residuals
+    op.args.input = op.args.output;  // the dense allreduce runs in place on input + residuals
+  }
+  if (op.decision.transport_index != 0 || row->native()) {
+    TG_RETURN_IF_ERROR(add_phase(op, transports_.front(), identity_check_algorithm()));
+  }
+  return add_phase(op, chosen, *row);
 }
 
 bool ProgressEngine::lane_free(size_t index, const Lane& lane) const {
@@ -289,6 +333,7 @@ void ProgressEngine::complete_in_order() {
   while (!active_.empty() && active_.front().finished) {
     std::shared_ptr<Request> request = std::move(active_.front().request);
     request->set_bytes_sent(active_.front().bytes_sent);
+    request->set_choice(std::move(active_.front().choice));
     active_.pop_front();
     request->complete(Status::ok());
   }

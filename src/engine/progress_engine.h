@@ -77,6 +77,7 @@ class ProgressEngine {
   bool any_local_work() const;
   // Builds an admitted op's phases on the transport and algorithm chosen for it.
   Status plan_op(ActiveOp& op);
+  Status plan_auto_op(ActiveOp& op);
   Status add_phase(ActiveOp& op, Transport* transport, const AlgorithmRow& algorithm);
   // Starts the phases whose lanes are free and advances the running ones; returns whether any
   // phase finished.

@@ -8,6 +8,7 @@
 #include <condition_variable>
 #include <functional>
 #include <mutex>
+#include <string>
 #include <vector>
 
 #include "base/status.h"
@@ -46,6 +47,11 @@ class Request {
   void set_bytes_sent(uint64_t bytes) { bytes_sent_.store(bytes); }
   uint64_t bytes_sent() const { return bytes_sent_.load(); }
 
+  // What ran the op, "transport/algorithm" (plus "+codec spec" when compressed): set by the
+  // engine before it completes the op, read only after the request finished.
+  void set_choice(std::string choice) { choice_ = std::move(choice); }
+  const std::string& choice() const { return choice_; }
+
  private:
   const CollectiveArgs args_;
   mutable std::mutex mutex_;
@@ -55,6 +61,7 @@ class Request {
   Status status_;
   std::vector<Callback> callbacks_;  // guarded by mutex_; emptied when they run
   std::atomic<uint64_t> bytes_sent_{0};
+  std::string choice_;  // written before complete(), read after finishing (ordered by mutex_)
 };
 
 }  // namespace tidegate

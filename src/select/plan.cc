@@ -148,6 +148,10 @@ Status attach_restrictions(const PlanInputs& in, const Config& config, Cell* cel
   }
   for (size_t i = 0; i < in.tune.size(); ++i) {
     const TuneRule& rule = in.tune[i];
+    if (!rule.codec.empty()) {  // the codec plan's (codec_plan.h)
+      (*matched)[i] = true;
+      continue;
+    }
     if (rule.kind && *rule.kind != cell->kind) continue;
     if (rule.memory && *rule.memory != cell->memory) continue;
     if (any_match(*cell, restriction_of(*cell, &rule))) {
@@ -178,6 +182,8 @@ std::vector<int64_t> bucket_starts(const Config& config, const Cell& cell) {
   return std::vector<int64_t>(starts.begin(), starts.end());
 }
 
+}  // namespace
+
 // Geometric middle of [lo, hi] (an open-ended range counts as [lo, 2 lo]): the size at which
 // an entry is priced, representative of a range that spans a factor of two or more.
 int64_t representative_bytes(int64_t lo, int64_t hi) {
@@ -187,6 +193,24 @@ int64_t representative_bytes(int64_t lo, int64_t hi) {
   int64_t bytes = static_cast<int64_t>(middle);
   return std::clamp(bytes, lo, hi);
 }
+
+double plan_choice_cost(const PlanInputs& in, const PlanChoice& choice, OpKind kind,
+                        int64_t bytes) {
+  Candidate c{choice.transport, choice.transport_index, choice.algorithm,
+              in.profile.find(choice.transport)};
+  return cost_of(in, c, kind, bytes);
+}
+
+double identity_check_cost(const PlanInputs& in) {
+  if (in.size <= 1 || in.transports.empty()) return 0;
+  const TransportFigures* first = in.profile.find(in.transports.front().name);
+  if (first == nullptr) return 0;
+  const double us = predicted_us(in.profile, *first, identity_check_algorithm(),
+                                 CostQuery{OpKind::kBarrier, 0, in.size}, Corrections{});
+  return std::max(us, 0.0);
+}
+
+namespace {
 
 // Predictions closer than the probe can measure (its bandwidth figures of equal links differ by
 // a few percent from run to run) are ties, settled by the table order: the first transport

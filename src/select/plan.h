@@ -60,6 +60,17 @@ struct PlanInputs {
   bool use_size_rule = false;
 };
 
+// Predicted microseconds of `choice` for `kind` at `bytes`, as the plan prices it (with the
+// identity check that a choice off the first transport or onto a native collective pays).
+// Negative when the model cannot price it.
+double plan_choice_cost(const PlanInputs& inputs, const PlanChoice& choice, OpKind kind,
+                        int64_t bytes);
+// The identity check's price: ceil(log2 P) latencies of the first transport (0 for one rank).
+double identity_check_cost(const PlanInputs& inputs);
+// The size at which the plan prices a range [lo, hi]: its geometric middle ([lo, 2 lo] when hi
+// is unbounded).
+int64_t representative_bytes(int64_t lo, int64_t hi);
+
 // Candidates for (collective, memory): every transport taking that memory kind x every
 // algorithm of the collective, plus "native" where the transport's capabilities offer it; the
 // model ranks them (ties: transport order, then algorithm order) and each entry keeps the best

@@ -187,6 +187,10 @@ const AlgorithmRow* Planner::own_algorithm_on(const CollectiveArgs& args,
 }
 
 void Planner::record(const CollectiveArgs& args, const PlanDecision& decision, double measured_us) {
+  if (decision.codec_section >= 0) {
+    record_codec(args, decision, measured_us);
+    return;
+  }
   if (decision.entry_index < 0 || decision.choice_index < 0 || measured_us <= 0) return;
   if (static_cast<size_t>(decision.choice_index) >= kTrackedChoices) return;
   const TransportFigures* link = inputs_.profile.find(decision.transport);
@@ -213,6 +217,11 @@ bool Planner::apply_replan_statistics(const double* summed) {
   std::lock_guard<std::mutex> lock(mutex_);
   bool changed = false;
   for (size_t e = 0; e < overrides_.size(); ++e) changed = replan_entry(e) || changed;
+  for (auto& section : sections_) {
+    for (size_t e = 0; e < section->overrides.size(); ++e) {
+      changed = replan_codec_entry(*section, e) || changed;
+    }
+  }
   if (changed) ++replans_;
   return changed;
 }

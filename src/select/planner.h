@@ -18,12 +18,14 @@
 // the progress thread; the describing methods may be called from any thread (mutex).
 #pragma once
 
+#include <memory>
 #include <mutex>
 #include <string>
 #include <vector>
 
 #include "base/transport.h"
 #include "collectives/collective_args.h"
+#include "select/codec_plan.h"
 #include "select/plan.h"
 
 namespace tidegate {
@@ -36,6 +38,12 @@ struct PlanDecision {
   double predicted_us = 0;  // at the entry's representative size; 0 when forced or fallback
   int entry_index = -1;     // plan entry and ranked choice the op ran (-1: not from the plan)
   int choice_index = -1;
+  // An "auto" op: the codec plan's choice (codec == nullptr: dense, and the fields above are
+  // the dense plan's choice for it), and the codec plan section its statistics belong to.
+  std::shared_ptr<const Codec> codec;
+  int codec_section = -1;
+  int codec_entry = -1;
+  int codec_choice = -1;
 };
 
 class Planner {
@@ -53,6 +61,19 @@ class Planner {
   // (non-native) algorithm for its size on the transport at `transport_index`, or nullptr when
   // the plan ranks none there (the caller then falls back to the size rule).
   const AlgorithmRow* own_algorithm_on(const CollectiveArgs& args, size_t transport_index) const;
+
+  // For a compressed allreduce with codec "auto" (progress thread): the choice of the codec
+  // plan of args' allow-list (built on first use, identically on every rank: every rank posts
+  // the same ops): a codec with its compressed algorithm and transport, or dense
+  // (decision->codec == nullptr; the rest of *decision is then the dense plan's choice).
+  // PowerSGD is skipped for a tensor without a 2-D shape.
+  Status choose_auto(const CollectiveArgs& args, PlanDecision* decision);
+
+  // The codec plan an allow-list starts with (tidegate-info, tests; any thread), and the codec
+  // plans the ops have used so far with their online changes.
+  Status codec_plan(const std::vector<std::shared_ptr<const Codec>>& allowed,
+                    CodecPlan* plan) const;
+  std::string codec_plan_tables() const;
 
   // A finished op's wall time on this rank (progress thread).
   void record(const CollectiveArgs& args, const PlanDecision& decision, double measured_us);
@@ -74,6 +95,16 @@ class Planner {
   Planner() = default;
   Status choose_compressed(const CollectiveArgs& args, const PlanEntry* entry,
                            PlanDecision* decision) const;
+  // A codec plan and its online state; its statistics follow the dense plan's in local_.
+  struct CodecSection {
+    std::string key;  // allow_list_text()
+    CodecPlan plan;
+    std::vector<int> overrides;  // per entry, as overrides_
+    size_t first_slot = 0;       // of its (entry, choice) slots in local_ / agreed_
+  };
+  Status section_for(const std::vector<std::shared_ptr<const Codec>>& allowed, size_t* index);
+  bool replan_codec_entry(CodecSection& section, size_t entry);
+  void record_codec(const CollectiveArgs& args, const PlanDecision& decision, double measured_us);
   // Re-plans one entry from the agreed statistics; true when its choice changed.
   bool replan_entry(size_t entry);
   size_t slot(size_t entry, size_t choice) const { return entry * kTrackedChoices + choice; }
@@ -88,6 +119,7 @@ class Planner {
   int replans_ = 0;
   std::vector<double> local_;   // progress thread: this rank's (log ratio sum, count) per slot
   std::vector<double> agreed_;  // progress thread: the agreed totals per slot
+  std::vector<std::unique_ptr<CodecSection>> sections_;  // guarded by mutex_ (for the tables)
 };
 
 // Plan key size of an op: the larger of its input and output buffers (allgather keys by the

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "base/log.h"
+#include "select/codec_probe.h"
 #include "select/probe_cache.h"
 #include "select/probe_exchange.h"
 #include "select/probe_measure.h"
@@ -96,6 +97,7 @@ Status measure_here(const ProbeInputs& inputs, Clock::time_point start, ProbePro
   mine->size = inputs.size;
   mine->source = "measured";
   mine->reduce_GBps = measure_reduce_GBps();
+  mine->codecs = measure_codecs();
   // Transport i aims to be done by (i+1)/n of the budget, counted from the probe's start.
   const double share_ms = static_cast<double>(inputs.config->probe_budget_ms()) /
                           static_cast<double>(std::max<size_t>(inputs.transports.size(), 1));
@@ -120,6 +122,15 @@ Status fold(int rank, const ProbeProfile& theirs, ProbeProfile* combined) {
         std::to_string(combined->transports.size()) + " for " + std::to_string(combined->size));
   }
   combined->reduce_GBps = std::min(combined->reduce_GBps, theirs.reduce_GBps);
+  // Codecs every rank measured, at the slowest rank's throughput.
+  std::vector<CodecFigures> codecs;
+  for (const CodecFigures& c : combined->codecs) {
+    const CodecFigures* other = theirs.find_codec(c.codec);
+    if (other == nullptr) continue;
+    codecs.push_back({c.codec, std::min(c.encode_GBps, other->encode_GBps),
+                      std::min(c.decode_GBps, other->decode_GBps)});
+  }
+  combined->codecs = std::move(codecs);
   combined->probe_ms = std::max(combined->probe_ms, theirs.probe_ms);
   for (size_t i = 0; i < theirs.transports.size(); ++i) {
     const TransportFigures& t = theirs.transports[i];

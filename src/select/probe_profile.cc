@@ -128,6 +128,13 @@ Status parse_transport(LineReader* reader, const std::string& name, TransportFig
 
 }  // namespace
 
+const CodecFigures* ProbeProfile::find_codec(const std::string& codec) const {
+  for (const CodecFigures& figures : codecs) {
+    if (figures.codec == codec) return &figures;
+  }
+  return nullptr;
+}
+
 const TransportFigures* ProbeProfile::find(const std::string& name) const {
   for (const TransportFigures& figures : transports) {
     if (figures.transport == name) return &figures;
@@ -149,6 +156,12 @@ std::string ProbeProfile::to_text() const {
     out << "native_alpha_us " << format_double(t.native_alpha_us) << "\n";
     out << "native_bandwidth_GBps " << format_double(t.native_bandwidth_GBps) << "\n";
     out << "native_max_bytes " << format_double(t.native_max_bytes) << "\n";
+  }
+  out << "codecs " << codecs.size() << "\n";
+  for (const CodecFigures& c : codecs) {
+    out << "codec " << c.codec << "\n";
+    out << "encode_GBps " << format_double(c.encode_GBps) << "\n";
+    out << "decode_GBps " << format_double(c.decode_GBps) << "\n";
   }
   return out.str();
 }
@@ -180,7 +193,25 @@ Status ProbeProfile::parse(const std::string& text, ProbeProfile* out) {
       return reader.error("repeats transport '" + value + "'");
     profile.transports.push_back(figures);
   }
-  if (!reader.at_end()) return reader.error("follows the last transport: trailing text");
+  // Codec throughputs (absent from profiles written before they were measured).
+  if (!reader.at_end()) {
+    TG_RETURN_IF_ERROR(reader.expect("codecs", &value));
+    if (!parse_int(value, 0, 64, &count)) {
+      return reader.error("'codecs' is not a count in [0, 64]: '" + value + "'");
+    }
+    std::set<std::string> codecs_seen;
+    for (int i = 0; i < count; ++i) {
+      CodecFigures figures;
+      TG_RETURN_IF_ERROR(reader.expect("codec", &figures.codec));
+      if (!valid_transport_name(figures.codec) || !codecs_seen.insert(figures.codec).second) {
+        return reader.error("names an invalid or repeated codec '" + figures.codec + "'");
+      }
+      TG_RETURN_IF_ERROR(reader.expect_figure("encode_GBps", &figures.encode_GBps));
+      TG_RETURN_IF_ERROR(reader.expect_figure("decode_GBps", &figures.decode_GBps));
+      profile.codecs.push_back(figures);
+    }
+  }
+  if (!reader.at_end()) return reader.error("follows the last codec: trailing text");
   *out = std::move(profile);
   return Status::ok();
 }
@@ -197,6 +228,13 @@ std::string ProbeProfile::to_json() const {
             ",\"native_alpha_us\":" + json_number(t.native_alpha_us) +
             ",\"native_bandwidth_GBps\":" + json_number(t.native_bandwidth_GBps) +
             ",\"native_max_bytes\":" + json_number(t.native_max_bytes) + "}";
+  }
+  json += "},\"codecs\":{";
+  for (size_t i = 0; i < codecs.size(); ++i) {
+    const CodecFigures& c = codecs[i];
+    json += (i == 0 ? "" : ",") + json_string(c.codec) +
+            ":{\"encode_GBps\":" + json_number(c.encode_GBps) +
+            ",\"decode_GBps\":" + json_number(c.decode_GBps) + "}";
   }
   return json + "}}";
 }

@@ -25,15 +25,25 @@ struct TransportFigures {
   double native_max_bytes = 0;
 };
 
+// A codec's local throughput, per byte of dense float32 input: encoding, and decoding into a
+// tensor (decode-add costs about the same), measured at its default spec (codec_probe.h).
+struct CodecFigures {
+  std::string codec;  // the codec's name ("qsgd"): one figure per codec family
+  double encode_GBps = 0;
+  double decode_GBps = 0;
+};
+
 struct ProbeProfile {
   int size = 0;  // ranks the figures are for
   std::vector<TransportFigures> transports;
   double reduce_GBps = 0;  // local sum throughput (gamma = 1/reduce), 1e9 B/s of input
+  std::vector<CodecFigures> codecs;  // every codec family's throughputs (empty: none measured)
   double probe_ms = 0;     // wall time the probe took (0 when loaded from cache)
   std::string source;      // "measured", "cache:<path>", "defaults"
 
   // nullptr when `name` was not probed.
   const TransportFigures* find(const std::string& name) const;
+  const CodecFigures* find_codec(const std::string& codec) const;
 
   // Line-oriented "key value" text; parse() accepts exactly what to_text() writes (and rejects
   // anything else with a CONFIG error naming the line), round-tripping doubles exactly.

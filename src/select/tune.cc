@@ -129,9 +129,17 @@ Status parse_rule(const std::string& rule, TuneRule* out) {
     return config_error("TIDEGATE_TUNE has an empty rule (rules are separated by a single '#')");
   }
   out->text = rule;
-  std::vector<std::string> fields = split(rule, ':');
+  // A codec field runs to the end of the rule: its spec may hold ':'.
+  std::string head = rule;
+  const size_t codec = rule.find(":codec=");
+  if (codec != std::string::npos) {
+    out->codec = rule.substr(codec + 7);
+    head = rule.substr(0, codec);
+    if (out->codec.empty()) return rule_error(rule, "has 'codec=' without a codec spec");
+  }
+  std::vector<std::string> fields = split(head, ':');
   TG_RETURN_IF_ERROR(parse_target(fields[0], rule, out));
-  if (fields.size() < 2) {
+  if (fields.size() < 2 && out->codec.empty()) {
     return rule_error(rule, "has no field after the collective (expected e.g. '" + fields[0] +
                                 ":0-64K:@recursive_doubling')");
   }

@@ -30,6 +30,27 @@ TEST(Tune, ParsesTheDocumentedExample) {
   EXPECT_EQ(rules[1].algorithm, "ring");
 }
 
+TEST(Tune, ACodecFieldRunsToTheEndOfItsRule) {
+  std::vector<TuneRule> rules;
+  Status st = parse_tune(
+      "allreduce:0-1M:codec=none#allreduce:1M-inf:host:codec=qsgd:bits=4,bucket=512", &rules);
+  ASSERT_TRUE(st.is_ok()) << st.to_string();
+  ASSERT_EQ(rules.size(), 2u);
+  EXPECT_EQ(rules[0].codec, "none");
+  EXPECT_EQ(rules[0].max_bytes, 1024 * 1024);
+  EXPECT_EQ(rules[1].codec, "qsgd:bits=4,bucket=512");
+  EXPECT_EQ(rules[1].memory, TIDEGATE_MEMORY_HOST);
+  EXPECT_EQ(rules[1].min_bytes, 1024 * 1024);
+  // A rule of a codec alone covers every size of its collective.
+  ASSERT_TRUE(parse_tune("allreduce:codec=fp16", &rules).is_ok());
+  ASSERT_EQ(rules.size(), 1u);
+  EXPECT_EQ(rules[0].codec, "fp16");
+  EXPECT_EQ(rules[0].max_bytes, INT64_MAX);
+  st = parse_tune("allreduce:0-1M:codec=", &rules);
+  EXPECT_EQ(st.code(), TIDEGATE_ERR_CONFIG);
+  EXPECT_NE(st.message().find("codec="), std::string::npos) << st.message();
+}
+
 TEST(Tune, AcceptsEveryFieldKindInAnyOrder) {
   std::vector<TuneRule> rules;
   Status st = parse_tune("all:cuda:nccl#broadcast:@binomial:2G-2G:host#barrier:mpi", &rules);

@@ -41,6 +41,7 @@ uint64_t CompressionState::step(uint64_t key) const {
 
 Status CompressionState::flush(uint64_t key, const TensorView& dense, int world_size_if_averaged) {
   TG_RETURN_IF_ERROR(sender_->flush(key, dense));
+  sender_->reset(key);
   if (!owner_->has(key)) return Status::ok();
   float* residual = nullptr;
   TG_RETURN_IF_ERROR(owner_->float_residual(key, dense.count, &residual));
@@ -50,7 +51,7 @@ Status CompressionState::flush(uint64_t key, const TensorView& dense, int world_
   std::vector<float> scaled(residual, residual + dense.count);
   for (float& v : scaled) v *= scale;
   store_floats(scaled.data(), dense.count, dense, 0, true);
-  std::fill(residual, residual + dense.count, 0.0f);
+  owner_->reset(key);
   return Status::ok();
 }
 

@@ -55,8 +55,12 @@ class CompressionState {
   // Adds the key's residuals (sender's and owner's) into `dense`, a tensor about to be sent
   // uncompressed, and zeroes them: nothing of the gradient is lost when a key stops being
   // compressed. The owner's residual is in the sum's domain; for an averaged op pass
-  // world_size so that it survives the division. No residual: nothing to do.
+  // world_size so that it survives the division. No residual: nothing to do. The residuals are
+  // then released (a zero residual and none are the same), so later dense ops skip this step.
   Status flush(uint64_t key, const TensorView& dense, int world_size_if_averaged);
+
+  // Whether the key holds a residual (it was compressed with error feedback and not flushed).
+  bool has_residual(uint64_t key) const { return sender_->has(key) || owner_->has(key); }
 
   // Forgets everything about one key / every key.
   void reset(uint64_t key);

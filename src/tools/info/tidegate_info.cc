@@ -1,8 +1,10 @@
 // tidegate-info: what this build has (version, transports, optional parts and their versions)
 // and the configuration table with the values in effect. Run inside a job (under tidegate-run
 // or mpirun) it also creates a communicator and prints, on rank 0, the bandwidth probe's
-// agreed figures per transport and the plan built from them. `--json` prints the same as one
-// JSON object (its "probe" maps each transport to alpha_us and bandwidth_GBps);
+// agreed figures per transport and the plan built from them, the codecs' measured throughputs
+// and the codec plan of codec "auto" for TIDEGATE_CODECS. `--json` prints the same as one
+// JSON object (its "probe" maps each transport to alpha_us and bandwidth_GBps, "codecs" each
+// codec family to encode_GBps and decode_GBps, "codec_plan" is null without an allow-list);
 // `--config-markdown` prints the configuration table exactly as README.md carries it.
 #include <cstdio>
 #include <cstring>
@@ -12,6 +14,7 @@
 #include "api/transport_registry.h"
 #include "base/config.h"
 #include "build_info.inc"  // generated: TIDEGATE_BUILD_INFO_ROWS
+#include "select/codec_plan.h"
 #include "src/tools/info/info_launch.h"
 
 namespace {
@@ -76,7 +79,23 @@ void print_json(const tidegate::Config& config, const tidegate::Communicator* co
           f.native_bandwidth_GBps);
       sep = ",";
     }
+    std::printf("},\"codecs\":{");
+    sep = "";
+    for (const tidegate::CodecFigures& c : p.codecs) {
+      std::printf("%s\"%s\":{\"encode_GBps\":%.6g,\"decode_GBps\":%.6g}", sep,
+                  json_escape(c.codec).c_str(), c.encode_GBps, c.decode_GBps);
+      sep = ",";
+    }
     std::printf("},\"plan\":%s", comm->planner().plan_json().c_str());
+    tidegate::CodecPlan codec_plan;
+    const auto& allowed = comm->default_allowed_codecs();
+    if (!allowed.empty() && comm->planner().codec_plan(allowed, &codec_plan).is_ok()) {
+      std::printf(",\"allowed\":\"%s\",\"codec_plan\":%s",
+                  json_escape(tidegate::allow_list_text(allowed)).c_str(),
+                  codec_plan.to_json().c_str());
+    } else {
+      std::printf(",\"allowed\":\"\",\"codec_plan\":null");
+    }
   }
   std::printf("}\n");
 }
@@ -109,6 +128,24 @@ void print_text(const tidegate::Config& config, const tidegate::Communicator* co
   }
   std::printf("  local reduction (float32 sum): %.2f GB/s\n\nplan:\n%s", p.reduce_GBps,
               comm->planner().plan_table().c_str());
+  std::printf("\ncodecs (local throughput per byte of float32 input, slowest rank):\n");
+  std::printf("  %-10s %14s %14s\n", "", "encode (GB/s)", "decode (GB/s)");
+  for (const tidegate::CodecFigures& c : p.codecs) {
+    std::printf("  %-10s %14.3f %14.3f\n", c.codec.c_str(), c.encode_GBps, c.decode_GBps);
+  }
+  const auto& allowed = comm->default_allowed_codecs();
+  if (allowed.empty()) {
+    std::printf("\ncodec plan: TIDEGATE_CODECS is empty, so codec \"auto\" runs dense\n");
+    return;
+  }
+  tidegate::CodecPlan codec_plan;
+  const tidegate::Status built = comm->planner().codec_plan(allowed, &codec_plan);
+  if (!built.is_ok()) {
+    std::printf("\ncodec plan: %s\n", built.to_string().c_str());
+    return;
+  }
+  std::printf("\ncodec plan of codec \"auto\" for TIDEGATE_CODECS=%s:\n%s",
+              tidegate::allow_list_text(allowed).c_str(), codec_plan.to_table().c_str());
 }
 
 int usage() {

@@ -1,0 +1,77 @@
+// The codec plan: how a compressed allreduce with codec "auto" runs, for one allow-list (the
+// lossy codecs the user accepts). Per size range of the dense plan's grid it ranks dense (the
+// dense plan's own choice at that size) against every allowed codec on every compressed
+// algorithm that runs it and every transport that takes host memory, by the cost model:
+//   - wire: the algorithm's formula with the codec's payload ratio at that size (the payload's
+//     exact bound over the dense bytes: the worst case for the sparsifiers, every rank's
+//     selection disjoint from the others');
+//   - compute: the codec's encode and decode throughputs from the probe (codec_probe.h), the
+//     slowest rank's;
+//   - the identity check every compressed op starts with.
+// A codec must beat dense by the plan's tie margin (5%) to rank above it, and dense is always
+// in the ranked list, so re-planning can fall back to it (planner.h). `auto` never ranks a codec
+// outside the allow-list; TIDEGATE_TUNE rules with codec=SPEC force a codec (or dense, "none")
+// in their size range; without a probe (TIDEGATE_PROBE=off) only those rules compress. Built
+// identically on every rank from identical inputs.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "collectives/algorithm_table.h"
+#include "compress/codec.h"
+#include "select/plan.h"
+
+namespace tidegate {
+
+struct CodecChoice {
+  std::shared_ptr<const Codec> codec;       // nullptr: dense (the dense plan decides the rest)
+  const AlgorithmRow* algorithm = nullptr;  // a compressed row; nullptr for dense
+  int transport_index = 0;
+  std::string transport;
+  double predicted_us = 0;  // at the entry's representative size
+
+  bool dense() const { return codec == nullptr; }
+  // "dense", or "tcp/sra+qsgd:bits=4,bucket=512".
+  std::string name() const;
+};
+
+struct CodecPlanEntry {
+  int64_t min_bytes = 0;
+  int64_t max_bytes = INT64_MAX;     // inclusive
+  std::vector<CodecChoice> ranked;   // best first; dense always present
+  bool tuned = false;                // forced by a TIDEGATE_TUNE codec rule
+};
+
+class CodecPlan {
+ public:
+  // `allowed`: the allow-list (may be empty: then every entry is dense). CONFIG error when a
+  // TUNE codec rule names a codec the allow-list does not hold.
+  static Status build(const PlanInputs& inputs, const Plan& dense,
+                      std::vector<std::shared_ptr<const Codec>> allowed, CodecPlan* plan);
+
+  const CodecPlanEntry* find(int64_t bytes) const;
+  const std::vector<CodecPlanEntry>& entries() const { return entries_; }
+  const std::vector<std::shared_ptr<const Codec>>& allowed() const { return allowed_; }
+
+  // Predicted microseconds of `choice` for an allreduce of `bytes` (host memory).
+  double cost(const CodecChoice& choice, int64_t bytes) const;
+
+  // Table: bytes, choice, predicted_us, runner-up; JSON: array of entries like Plan's with
+  // "codec" in every choice ("none" for dense).
+  std::string to_table() const;
+  std::string to_json() const;
+
+ private:
+  PlanInputs inputs_;
+  const Plan* dense_ = nullptr;
+  std::vector<std::shared_ptr<const Codec>> allowed_;
+  std::vector<CodecPlanEntry> entries_;
+};
+
+// The allow-list's canonical text ("fp16,qsgd:bits=4,bucket=512"): the key of its codec plan.
+std::string allow_list_text(const std::vector<std::shared_ptr<const Codec>>& allowed);
+
+}  // namespace tidegate

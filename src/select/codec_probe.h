@@ -1,0 +1,21 @@
+// The codec part of the bandwidth probe: every codec family's encode and decode throughput on
+// this rank, measured at its default spec on a tensor larger than the caches, for the cost of
+// compressed algorithms in the plan. Part of run_probe (probe.h), agreed like the rest: the
+// slowest rank's figure counts.
+#pragma once
+
+#include <vector>
+
+#include "select/probe_profile.h"
+
+namespace tidegate {
+
+// About 40 ms on one core for the dozen codecs (the best of two runs of each on 1 Mi floats).
+std::vector<CodecFigures> measure_codecs();
+
+// Figures for a codec the profile has none for (the probe off, or a profile cached before
+// codecs were measured): conservative, so that compression wins on figures only where the wire
+// is slow enough for it to win by far.
+CodecFigures nominal_codec_figures(const std::string& codec);
+
+}  // namespace tidegate

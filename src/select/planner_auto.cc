@@ -1,0 +1,157 @@
+// The planner's part for compressed allreduces with codec "auto": a codec plan per allow-list
+// (codec_plan.h), the choice per op, and its online re-planning.
+//
+// Re-planning a codec plan follows the dense plan's (planner.h), with one difference that
+// keeps "never slower than dense" within one interval: dense's price is the model's prediction
+// of the dense plan's choice, which the probe measured directly, so an entry whose codec
+// measured slower than dense's prediction goes back to dense at once, without first trying
+// dense for an interval. A codec is tried again only if dense then measures slower than the
+// codec's agreed measurement.
+#include <cmath>
+
+#include "select/planner.h"
+
+namespace tidegate {
+
+Status Planner::section_for(const std::vector<std::shared_ptr<const Codec>>& allowed,
+                            size_t* index) {
+  const std::string key = allow_list_text(allowed);
+  std::lock_guard<std::mutex> lock(mutex_);
+  for (size_t i = 0; i < sections_.size(); ++i) {
+    if (sections_[i]->key == key) {
+      *index = i;
+      return Status::ok();
+    }
+  }
+  auto section = std::make_unique<CodecSection>();
+  section->key = key;
+  TG_RETURN_IF_ERROR(CodecPlan::build(inputs_, plan_, allowed, &section->plan));
+  section->overrides.assign(section->plan.entries().size(), -1);
+  section->first_slot = local_.size() / 2;
+  const size_t slots = section->plan.entries().size() * kTrackedChoices;
+  local_.resize(local_.size() + 2 * slots, 0.0);
+  agreed_.resize(agreed_.size() + 2 * slots, 0.0);
+  sections_.push_back(std::move(section));
+  *index = sections_.size() - 1;
+  return Status::ok();
+}
+
+Status Planner::codec_plan(const std::vector<std::shared_ptr<const Codec>>& allowed,
+                           CodecPlan* plan) const {
+  // A fresh copy: sections (and their statistics slots) are made only by the ops themselves,
+  // so that a describing call on one rank cannot change what the re-planning rounds exchange.
+  return CodecPlan::build(inputs_, plan_, allowed, plan);
+}
+
+std::string Planner::codec_plan_tables() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  std::string text;
+  for (const auto& section : sections_) {
+    text += section->plan.to_table();
+    for (size_t e = 0; e < section->overrides.size(); ++e) {
+      if (section->overrides[e] < 0) continue;
+      const CodecPlanEntry& entry = section->plan.entries()[e];
+      text += "  online: " + std::to_string(entry.min_bytes) + ".." +
+              (entry.max_bytes == INT64_MAX ? std::string("inf") : std::to_string(entry.max_bytes)) +
+              " B now runs " + entry.ranked[static_cast<size_t>(section->overrides[e])].name() +
+              " (measured)\n";
+    }
+  }
+  return text;
+}
+
+Status Planner::choose_auto(const CollectiveArgs& args, PlanDecision* decision) {
+  size_t index = 0;
+  TG_RETURN_IF_ERROR(section_for(args.compression.allowed, &index));
+  const CodecPlanEntry* entry = nullptr;
+  int first = 0;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    CodecSection& section = *sections_[index];
+    entry = section.plan.find(plan_bytes(args));
+    if (entry == nullptr) return internal_error("codec plan has no entry for the size");
+    const size_t e = static_cast<size_t>(entry - section.plan.entries().data());
+    first = section.overrides[e] >= 0 ? section.overrides[e] : 0;
+    decision->codec_entry = static_cast<int>(e);
+  }
+  const bool has_shape = args.input.rows > 0 && args.input.cols > 0;
+  const int n = static_cast<int>(entry->ranked.size());
+  for (int k = -1; k < n; ++k) {
+    const int c = k < 0 ? first : k;
+    if (k == first) continue;
+    const CodecChoice& choice = entry->ranked[static_cast<size_t>(c)];
+    if (!choice.dense() && choice.codec->id() == CodecId::kPowerSgd && !has_shape) continue;
+    if (choice.dense()) {
+      CollectiveArgs dense = args;
+      dense.compression = CompressionArgs();
+      TG_RETURN_IF_ERROR(choose(dense, decision));
+      decision->codec = nullptr;
+    } else {
+      decision->transport_index = choice.transport_index;
+      decision->transport = choice.transport;
+      decision->algorithm = choice.algorithm;
+      decision->predicted_us = choice.predicted_us;
+      decision->entry_index = decision->choice_index = -1;
+      decision->codec = choice.codec;
+    }
+    decision->codec_section = static_cast<int>(index);
+    decision->codec_choice = c;
+    return Status::ok();
+  }
+  return internal_error("codec plan entry without a runnable choice");
+}
+
+void Planner::record_codec(const CollectiveArgs& args, const PlanDecision& decision,
+                           double measured_us) {
+  if (decision.codec_entry < 0 || decision.codec_choice < 0 || measured_us <= 0) return;
+  if (static_cast<size_t>(decision.codec_choice) >= kTrackedChoices) return;
+  const CodecSection& section = *sections_[static_cast<size_t>(decision.codec_section)];
+  const CodecPlanEntry& entry = section.plan.entries()[static_cast<size_t>(decision.codec_entry)];
+  const double predicted = section.plan.cost(
+      entry.ranked[static_cast<size_t>(decision.codec_choice)], plan_bytes(args));
+  if (!(predicted > 0)) return;
+  const size_t k = section.first_slot +
+                   static_cast<size_t>(decision.codec_entry) * kTrackedChoices +
+                   static_cast<size_t>(decision.codec_choice);
+  local_[2 * k] += std::log(measured_us / predicted);
+  local_[2 * k + 1] += 1.0;
+}
+
+bool Planner::replan_codec_entry(CodecSection& section, size_t e) {
+  const CodecPlanEntry& entry = section.plan.entries()[e];
+  if (entry.tuned) return false;
+  const double min_count = 2.0 * inputs_.size;
+  const size_t n = std::min(entry.ranked.size(), kTrackedChoices);
+  std::vector<double> ratio(n, 0.0);  // 0: not measured enough
+  for (size_t c = 0; c < n; ++c) {
+    const size_t k = section.first_slot + e * kTrackedChoices + c;
+    if (agreed_[2 * k + 1] >= min_count) ratio[c] = std::exp(agreed_[2 * k] / agreed_[2 * k + 1]);
+  }
+  const size_t current = section.overrides[e] >= 0 ? static_cast<size_t>(section.overrides[e]) : 0;
+  if (current >= n || ratio[current] == 0) return false;
+  // Measured choices at their corrected price; dense, unmeasured, at the model's.
+  auto price = [&](size_t c) {
+    const double r = ratio[c] > 0 ? ratio[c] : (entry.ranked[c].dense() ? 1.0 : 0.0);
+    return r > 0 ? entry.ranked[c].predicted_us * r : -1.0;
+  };
+  size_t best = current;
+  for (size_t c = 0; c < n; ++c) {
+    if (price(c) > 0 && price(c) * 1.05 < price(best)) best = c;
+  }
+  if (best != current) {
+    section.overrides[e] = static_cast<int>(best);
+    return true;
+  }
+  // A choice slower than predicted by more than the margin: an untried codec may be tried
+  // (as the dense plan does), never one that already measured worse.
+  if (ratio[current] <= 1.0 + inputs_.config->replan_margin()) return false;
+  for (size_t c = 0; c < n; ++c) {
+    if (ratio[c] == 0 && !entry.ranked[c].dense()) {
+      section.overrides[e] = static_cast<int>(c);
+      return true;
+    }
+  }
+  return false;
+}
+
+}  // namespace tidegate

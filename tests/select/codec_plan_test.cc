@@ -1,0 +1,198 @@
+// The codec plan of codec "auto" (select/codec_plan.h) and its allow-lists
+// (compress/codec_allow_list.h): compression ranks first only where the model says the wire
+// saves more than the codec costs, dense is always in the list, a codec outside the allow-list
+// never appears, TIDEGATE_TUNE codec rules force, and the same inputs give the same plan.
+#include "select/codec_plan.h"
+
+#include <gtest/gtest.h>
+
+#include "compress/codec_allow_list.h"
+#include "select/tune.h"
+
+namespace tidegate {
+namespace {
+
+constexpr int64_t kKiB = 1024;
+constexpr int64_t kMiB = 1024 * 1024;
+using AllowList = std::vector<std::shared_ptr<const Codec>>;
+
+// 4 ranks on one tcp link of `GBps` (1 Gbit/s = 0.125), every codec encoding and decoding at
+// 2 GB/s, reductions at 10 GB/s.
+PlanInputs link_inputs(double GBps, int size = 4) {
+  PlanInputs in;
+  in.size = size;
+  in.profile.size = size;
+  in.profile.reduce_GBps = 10;
+  TransportFigures tcp;
+  tcp.transport = "tcp";
+  tcp.alpha_us = 50;
+  tcp.bandwidth_GBps = GBps;
+  in.profile.transports = {tcp};
+  for (const char* family : {"fp16", "bf16", "qsgd", "maxmin", "terngrad", "signsgd", "efsign",
+                             "onebit", "topk", "randomk", "threshold", "powersgd"}) {
+    in.profile.codecs.push_back({family, 2.0, 2.0});
+  }
+  TransportOffer offer;
+  offer.name = "tcp";
+  offer.capabilities.host_memory = true;
+  in.transports = {offer};
+  return in;
+}
+
+AllowList allow(const std::string& text) {
+  AllowList list;
+  const Status st = parse_allow_list(text, "test", &list);
+  EXPECT_TRUE(st.is_ok()) << st.to_string();
+  return list;
+}
+
+struct Built {
+  Plan dense;
+  CodecPlan codecs;
+};
+
+// The dense plan is kept beside the codec plan, which points at it.
+std::unique_ptr<Built> build_ok(const PlanInputs& in, const AllowList& allowed) {
+  auto built = std::make_unique<Built>();
+  Status st = Plan::build(in, &built->dense);
+  EXPECT_TRUE(st.is_ok()) << st.to_string();
+  st = CodecPlan::build(in, built->dense, allowed, &built->codecs);
+  EXPECT_TRUE(st.is_ok()) << st.to_string();
+  return built;
+}
+
+const CodecChoice& top(const CodecPlan& plan, int64_t bytes) {
+  const CodecPlanEntry* e = plan.find(bytes);
+  EXPECT_NE(e, nullptr) << bytes;
+  return e->ranked.front();
+}
+
+const char* kThree = "fp16,qsgd:bits=4,bucket=512,topk:ratio=0.01";
+
+TEST(CodecPlan, ASlowLinkCompressesLargeTensorsAndSendsSmallOnesDense) {
+  const auto built = build_ok(link_inputs(0.125), allow(kThree));
+  const CodecChoice& large = top(built->codecs, 64 * kMiB);
+  ASSERT_FALSE(large.dense()) << built->codecs.to_table();
+  // At 1 Gbit/s the codec's own cost is small beside the wire: the prediction beats dense's
+  // by far (dense sends 2 (P-1)/P of 64 MiB at 125 MB/s, about 800 ms).
+  const CodecChoice dense_choice;
+  EXPECT_LT(built->codecs.cost(large, 64 * kMiB) * 2, built->codecs.cost(dense_choice, 64 * kMiB))
+      << built->codecs.to_table();
+  // A KiB is latency-bound: the identity check and the codecs' passes do not pay.
+  EXPECT_TRUE(top(built->codecs, 1 * kKiB).dense()) << built->codecs.to_table();
+}
+
+TEST(CodecPlan, AFastLinkStaysDense) {
+  // 100 GB/s: the 2 GB/s codecs cost more than the whole dense allreduce.
+  const auto built = build_ok(link_inputs(100), allow(kThree));
+  for (int64_t bytes : {4 * kKiB, 1 * kMiB, 64 * kMiB, 256 * kMiB}) {
+    EXPECT_TRUE(top(built->codecs, bytes).dense()) << bytes << "\n" << built->codecs.to_table();
+  }
+}
+
+TEST(CodecPlan, EveryEntryHoldsDenseAndOnlyAllowedCodecs) {
+  const AllowList allowed = allow("qsgd:bits=4,bucket=512,topk:ratio=0.01");
+  for (double GBps : {0.01, 0.125, 1.25, 100.0}) {
+    const auto built = build_ok(link_inputs(GBps), allowed);
+    ASSERT_FALSE(built->codecs.entries().empty());
+    int64_t next = 0;
+    for (const CodecPlanEntry& e : built->codecs.entries()) {
+      EXPECT_EQ(e.min_bytes, next);  // the entries cover every size, in order
+      next = e.max_bytes == INT64_MAX ? INT64_MAX : e.max_bytes + 1;
+      bool has_dense = false;
+      for (const CodecChoice& c : e.ranked) {
+        if (c.dense()) {
+          has_dense = true;
+          continue;
+        }
+        bool listed = false;
+        for (const auto& codec : allowed) listed = listed || codec->spec() == c.codec->spec();
+        EXPECT_TRUE(listed) << c.name();
+        EXPECT_TRUE(c.algorithm->runs(c.codec.get())) << c.name();
+      }
+      EXPECT_TRUE(has_dense) << e.min_bytes;
+    }
+    EXPECT_EQ(next, INT64_MAX);
+  }
+}
+
+TEST(CodecPlan, AnEmptyAllowListIsDenseEverywhere) {
+  const auto built = build_ok(link_inputs(0.01), AllowList{});
+  for (const CodecPlanEntry& e : built->codecs.entries()) {
+    ASSERT_EQ(e.ranked.size(), 1u);
+    EXPECT_TRUE(e.ranked.front().dense());
+  }
+}
+
+TEST(CodecPlan, WithoutAProbeOnlyTuneRulesCompress) {
+  PlanInputs in = link_inputs(0.125);
+  in.use_size_rule = true;
+  const auto plain = build_ok(in, allow(kThree));
+  EXPECT_TRUE(top(plain->codecs, 64 * kMiB).dense()) << plain->codecs.to_table();
+  ASSERT_TRUE(parse_tune("allreduce:1M-inf:codec=qsgd:bits=4,bucket=512", &in.tune).is_ok());
+  const auto tuned = build_ok(in, allow(kThree));
+  EXPECT_EQ(top(tuned->codecs, 64 * kMiB).codec->spec(), "qsgd:bits=4,bucket=512");
+  EXPECT_TRUE(tuned->codecs.find(64 * kMiB)->tuned);
+  EXPECT_TRUE(top(tuned->codecs, 512 * kKiB).dense());
+}
+
+TEST(CodecPlan, TuneRulesForceACodecOrDenseInTheirRange) {
+  PlanInputs in = link_inputs(0.125);
+  ASSERT_TRUE(
+      parse_tune("allreduce:0-inf:codec=fp16#allreduce:128M-inf:codec=none", &in.tune).is_ok());
+  const auto built = build_ok(in, allow(kThree));
+  EXPECT_EQ(top(built->codecs, 64 * kMiB).codec->spec(), "fp16") << built->codecs.to_table();
+  EXPECT_EQ(top(built->codecs, 4 * kKiB).codec->spec(), "fp16");
+  EXPECT_TRUE(top(built->codecs, 256 * kMiB).dense());
+  // A forced codec keeps dense behind it, for re-planning's sake.
+  EXPECT_TRUE(built->codecs.find(64 * kMiB)->ranked.back().dense());
+}
+
+TEST(CodecPlan, ATuneRuleForACodecOutsideTheAllowListIsAConfigError) {
+  PlanInputs in = link_inputs(0.125);
+  ASSERT_TRUE(parse_tune("allreduce:1M-inf:codec=onebit", &in.tune).is_ok());
+  Plan dense;
+  ASSERT_TRUE(Plan::build(in, &dense).is_ok());
+  CodecPlan plan;
+  const Status st = CodecPlan::build(in, dense, allow(kThree), &plan);
+  EXPECT_EQ(st.code(), TIDEGATE_ERR_CONFIG);
+  EXPECT_NE(st.message().find("onebit"), std::string::npos) << st.message();
+  EXPECT_NE(st.message().find("allow-list"), std::string::npos) << st.message();
+}
+
+TEST(CodecPlan, TheSameInputsGiveTheSamePlanWhateverTheListOrder) {
+  const auto a = build_ok(link_inputs(0.125), allow(kThree));
+  const auto b = build_ok(link_inputs(0.125), allow("topk:ratio=0.01,fp16,qsgd:bits=4,bucket=512"));
+  EXPECT_EQ(a->codecs.to_json(), b->codecs.to_json());
+  EXPECT_EQ(a->codecs.to_table(), b->codecs.to_table());
+}
+
+TEST(CodecPlan, SlowerCodecsLoseTheirPlace) {
+  // The same 1 Gbit link, but every codec at 0.01 GB/s: 64 MiB would take seconds to encode.
+  PlanInputs in = link_inputs(0.125);
+  for (CodecFigures& f : in.profile.codecs) f.encode_GBps = f.decode_GBps = 0.01;
+  const auto built = build_ok(in, allow(kThree));
+  EXPECT_TRUE(top(built->codecs, 64 * kMiB).dense()) << built->codecs.to_table();
+}
+
+TEST(AllowList, CanonicalSortedWithoutDuplicatesOrDense) {
+  const AllowList list = allow("topk:ratio=0.01,none,fp16,qsgd:bits=4,bucket=512,fp16");
+  ASSERT_EQ(list.size(), 3u);
+  EXPECT_EQ(allow_list_text(list), "fp16,qsgd:bits=4,bucket=512,topk:ratio=0.01,mode=exact");
+  EXPECT_TRUE(allow("").empty());
+  EXPECT_TRUE(allow("none").empty());
+}
+
+TEST(AllowList, BadSpecsAndAutoAreConfigErrorsNamingTheSource) {
+  AllowList list;
+  Status st = parse_allow_list("fp16,qsgd:bits=99", "TIDEGATE_CODECS", &list);
+  EXPECT_EQ(st.code(), TIDEGATE_ERR_CONFIG);
+  EXPECT_NE(st.message().find("TIDEGATE_CODECS"), std::string::npos) << st.message();
+  st = parse_allow_list("fp16,auto", "the allowed option", &list);
+  EXPECT_EQ(st.code(), TIDEGATE_ERR_CONFIG);
+  EXPECT_NE(st.message().find("'auto'"), std::string::npos) << st.message();
+  EXPECT_NE(st.message().find("the allowed option"), std::string::npos) << st.message();
+}
+
+}  // namespace
+}  // namespace tidegate
