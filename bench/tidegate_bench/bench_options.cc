@@ -93,6 +93,8 @@ const char* bench_usage() {
          "                  auto: the plan picks dense or a codec of --allowed per size\n"
          "  --codec-algo A  the compressed algorithm (default: each codec's own)\n"
          "  --allowed LIST  codec auto's allow-list (default: TIDEGATE_CODECS)\n"
+         "  --sfb K,M,N     instead of sizes: the sufficient-factor allreduce of a K x M and a\n"
+         "                  K x N factor per rank against the allreduce of the M x N matrix\n"
          "  --ef 0|1        error feedback in the timed compressed runs (0)\n"
          "  --bootstrap auto|env|mpi  how ranks meet: env = tidegate-run's variables,\n"
          "                  mpi = MPI_Init + tidegate_comm_create_from_mpi (auto: env when\n"
@@ -127,6 +129,8 @@ Status parse_word_flag(const std::string& flag, const char* value, BenchOptions*
     o->codec_algorithm = value;
   else if (flag == "--allowed")
     o->allowed = value;
+  else if (flag == "--sfb")
+    o->sfb = value;
   else if (flag == "--baseline") {
     if (std::strcmp(value, "mpi") != 0 && std::strcmp(value, "none") != 0) {
       return config_error("--baseline must be mpi or none");

@@ -38,6 +38,7 @@ struct BenchOptions {
   std::vector<std::string> codecs;
   std::string codec_algorithm;  // --codec-algo ("" = each codec's default)
   std::string allowed;          // --allowed: codec auto's allow-list ("" = TIDEGATE_CODECS)
+  std::string sfb;              // --sfb K,M,N: the sufficient-factor bench instead of sizes
   bool error_feedback = false;  // --ef 0|1: error feedback in the timed runs
 };
 

@@ -15,6 +15,7 @@
 #include "bench/tidegate_bench/introspect.h"
 #include "bench/tidegate_bench/mpi_support.h"
 #include "bench/tidegate_bench/report.h"
+#include "bench/tidegate_bench/sfb_bench.h"
 #include "bench/tidegate_bench/timing.h"
 
 namespace tidegate::bench {
@@ -217,6 +218,16 @@ std::vector<int64_t> sizes(const BenchOptions& o) {
 }
 
 Status run_bench(const BenchOptions& o, const Session& s, int64_t* wrong) {
+  if (!o.sfb.empty()) {
+    SfbShapeOption shape;
+    TG_RETURN_IF_ERROR(parse_sfb_shape(o.sfb, &shape));
+    if (s.rank == 0) {
+      std::printf("# communicator created in %.0f ms: %s\n", s.create_ms,
+                  creation_summary(s.comm).c_str());
+    }
+    *wrong = 0;
+    return run_sfb_bench(s.comm, s.rank, s.size, shape, o.warmup, o.iters, o.json_path);
+  }
   Reporter reporter(o, s.size, transport_name(s.comm));
   if (s.rank == 0) {
     if (!o.json_path.empty()) TG_RETURN_IF_ERROR(reporter.open_json(o.json_path));

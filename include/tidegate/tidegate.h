@@ -498,6 +498,37 @@ TIDEGATE_API tidegate_status_t tidegate_request_bytes_sent(tidegate_request_t re
                                                            uint64_t* bytes);
 
 /**
+ * Sufficient-factor allreduce (Poseidon's SFB, for fully connected layers): each rank passes
+ * the factors of its gradient, u (K x M) and v (K x N), float32 host tensors with rows and
+ * cols set (K may differ between ranks, M and N may not), whose product u^T v is its M x N
+ * gradient; every rank receives the sum over ranks (TIDEGATE_SUM) or its mean (TIDEGATE_AVG:
+ * the sum divided by the number of ranks) in `output` (M x N: rows and cols set, or 0 and
+ * count M N), bitwise identical on every rank.
+ *   TIDEGATE_SFB_FACTORS  allgather the factors; every rank sums all ranks' products in rank
+ *                         order (P K (M + N) floats sent to each rank instead of ~2 M N)
+ *   TIDEGATE_SFB_DENSE    form u^T v locally and allreduce the matrix
+ *   TIDEGATE_SFB_AUTO     the HybComm rule: the cheaper of the two by the plan's predictions of
+ *                         the allgather and the allreduce and the product kernel's speed
+ *                         (measured at the first call, agreed across ranks), alike on every rank
+ * `choice` (may be NULL) receives "sfb" or "dense" (capacity 8 suffices). Blocking; a
+ * collective: every rank calls it with the same method and op. MISMATCH (on every rank, naming
+ * the ranks) when M or N differ across ranks; INVALID_ARGUMENT for shapes that do not fit.
+ */
+typedef enum tidegate_sfb_method {
+  TIDEGATE_SFB_AUTO = 0,
+  TIDEGATE_SFB_FACTORS = 1,
+  TIDEGATE_SFB_DENSE = 2
+} tidegate_sfb_method_t;
+
+TIDEGATE_API tidegate_status_t tidegate_sfb_allreduce(tidegate_comm_t comm,
+                                                      const tidegate_tensor_t* u,
+                                                      const tidegate_tensor_t* v,
+                                                      const tidegate_tensor_t* output,
+                                                      tidegate_reduce_op_t op,
+                                                      tidegate_sfb_method_t method, char* choice,
+                                                      size_t choice_capacity);
+
+/**
  * What ran a finished request's collective, as "transport/algorithm" ("tcp/ring") or, when it
  * was compressed, "transport/algorithm+codec" ("tcp/sra+qsgd:bits=4,bucket=512"): with codec
  * "auto", the choice the plan made for this op (the same on every rank). Written into `buffer`

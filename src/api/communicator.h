@@ -69,6 +69,11 @@ class Communicator {
     return default_allowed_codecs_;
   }
 
+  // The sum-of-outer-products kernel's agreed speed (multiply-adds per microsecond, the slowest
+  // rank's), measured at the first sufficient-factor allreduce that needs it; 0 before.
+  double sfb_macs_per_us() const { return sfb_macs_per_us_.load(); }
+  void set_sfb_macs_per_us(double value) { sfb_macs_per_us_.store(value); }
+
   // Fails everything pending, tells the peers, stops. Thread-safe.
   void abort(const std::string& reason);
 
@@ -95,6 +100,7 @@ class Communicator {
   std::unique_ptr<ProgressEngine> engine_;
   CodecCache codecs_;
   std::vector<std::shared_ptr<const Codec>> default_allowed_codecs_;
+  std::atomic<double> sfb_macs_per_us_{0};
   std::mutex post_mutex_;
   uint64_t next_op_seq_ = 0;      // guarded by post_mutex_
   uint64_t posted_user_ops_ = 0;  // guarded by post_mutex_

@@ -289,3 +289,17 @@ int Planner::replans() const {
 }
 
 }  // namespace tidegate
+
+namespace tidegate {
+
+double Planner::price_us(OpKind kind, int64_t bytes) const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  const PlanEntry* entry = plan_.find(kind, TIDEGATE_MEMORY_HOST, bytes);
+  if (entry == nullptr || entry->ranked.empty()) return -1;
+  const size_t e = static_cast<size_t>(entry - plan_.entries().data());
+  const int current = overrides_[e] >= 0 ? overrides_[e] : 0;
+  const size_t c = std::min(static_cast<size_t>(current), entry->ranked.size() - 1);
+  return plan_choice_cost(inputs_, entry->ranked[c], kind, bytes);
+}
+
+}  // namespace tidegate

@@ -86,6 +86,10 @@ class Planner {
   // say so. Returns whether any entry's choice changed.
   bool apply_replan_statistics(const double* summed);
 
+  // Predicted microseconds of a dense `kind` of `bytes` (host memory) on the plan's current
+  // choice for that size (online changes included); negative when the model cannot price it.
+  double price_us(OpKind kind, int64_t bytes) const;
+
   const ProbeProfile& profile() const { return inputs_.profile; }
   std::string plan_table() const;
   std::string plan_json() const;
