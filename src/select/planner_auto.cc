@@ -2,10 +2,11 @@
 // (codec_plan.h), the choice per op, and its online re-planning.
 //
 // Re-planning a codec plan follows the dense plan's (planner.h), with one difference that
-// keeps "never slower than dense" within one interval: dense's price is the model's prediction
-// of the dense plan's choice, which the probe measured directly, so an entry whose codec
-// measured slower than dense's prediction goes back to dense at once, without first trying
-// dense for an interval. A codec is tried again only if dense then measures slower than the
+// keeps "never slower than dense" within one interval: dense's price is known without trying
+// it under the section (the dense plan's choice, priced by the model from the probe's figures
+// and corrected by the dense plan's own agreed measurements at that size when it has them), so
+// an entry whose codec measured slower than dense goes back to dense at once, without first
+// trying dense for an interval. A codec is tried again only if dense then measures slower than the
 // codec's agreed measurement.
 #include <cmath>
 
@@ -129,9 +130,22 @@ bool Planner::replan_codec_entry(CodecSection& section, size_t e) {
   }
   const size_t current = section.overrides[e] >= 0 ? static_cast<size_t>(section.overrides[e]) : 0;
   if (current >= n || ratio[current] == 0) return false;
-  // Measured choices at their corrected price; dense, unmeasured, at the model's.
+  // Dense not measured under this section: the dense plan's own agreed measurement of its
+  // choice at this size, when it has one (the model can be far off for small messages on a
+  // shaped link, whose token bucket lets a burst through at line rate), else the model's.
+  auto dense_ratio = [&]() {
+    const int64_t bytes = representative_bytes(entry.min_bytes, entry.max_bytes);
+    const PlanEntry* d = plan_.find(OpKind::kAllreduce, TIDEGATE_MEMORY_HOST, bytes);
+    if (d == nullptr) return 1.0;
+    const size_t de = static_cast<size_t>(d - plan_.entries().data());
+    const size_t choice = overrides_[de] >= 0 ? static_cast<size_t>(overrides_[de]) : 0;
+    if (choice >= kTrackedChoices) return 1.0;
+    const size_t k = slot(de, choice);
+    return agreed_[2 * k + 1] >= min_count ? std::exp(agreed_[2 * k] / agreed_[2 * k + 1]) : 1.0;
+  };
+  // Measured choices at their corrected price; dense, unmeasured here, as above.
   auto price = [&](size_t c) {
-    const double r = ratio[c] > 0 ? ratio[c] : (entry.ranked[c].dense() ? 1.0 : 0.0);
+    const double r = ratio[c] > 0 ? ratio[c] : (entry.ranked[c].dense() ? dense_ratio() : 0.0);
     return r > 0 ? entry.ranked[c].predicted_us * r : -1.0;
   };
   size_t best = current;
