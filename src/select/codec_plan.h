@@ -8,7 +8,8 @@
 //   - compute: the codec's encode and decode throughputs from the probe (codec_probe.h), the
 //     slowest rank's;
 //   - the identity check every compressed op starts with.
-// A codec must beat dense by the plan's tie margin (5%) to rank above it, and dense is always
+// A codec must beat dense by the plan's tie margin (5%) plus one identity check's latency (the
+// phase and set-up a compressed op adds, which the formulas miss) to rank above it; dense is always
 // in the ranked list, so re-planning can fall back to it (planner.h). `auto` never ranks a codec
 // outside the allow-list; TIDEGATE_TUNE rules with codec=SPEC force a codec (or dense, "none")
 // in their size range; without a probe (TIDEGATE_PROBE=off) only those rules compress. Built
