@@ -47,7 +47,8 @@ Status create_communicator_from_env(std::unique_ptr<Communicator>* out) {
 
   if (options.rank == 0 && config.raw("TIDEGATE_STORE_HOST") == "rank0") {
     std::unique_ptr<TcpStoreServer> server;
-    TG_RETURN_IF_ERROR(TcpStoreServer::start(store_host, store_port, options.secret, &server));
+    TG_RETURN_IF_ERROR(
+        TcpStoreServer::start(store_host, store_port, options.secret, config, &server));
     address = server->address();  // the real port when TIDEGATE_STORE_ADDR asked for port 0
     // The server must outlive every rank's rendezvous, so the communicator keeps it.
     options.keep_alive = std::shared_ptr<TcpStoreServer>(server.release(), [](TcpStoreServer* s) {

@@ -18,6 +18,12 @@ const std::vector<ConfigEntry>& config_table() {
       {"TIDEGATE_STORE_HOST", "rank0",
        "Who serves the store at TIDEGATE_STORE_ADDR: rank0 (rank 0 binds it) or external (a "
        "launcher such as tidegate-run does)."},
+      {"TIDEGATE_STORE_MAX_BYTES", "64M",
+       "Cap on what the rendezvous store that tidegate serves holds (keys, values and 64 bytes "
+       "per key); a set beyond it is refused with an error."},
+      {"TIDEGATE_STORE_MAX_KEYS", "262144",
+       "Cap on the number of keys the rendezvous store that tidegate serves holds; a set of a new "
+       "key beyond it is refused with an error."},
       {"TIDEGATE_SECRET", "",
        "Job secret that authenticates every store and data connection (HMAC-SHA256 "
        "challenge-response)."},
@@ -290,6 +296,10 @@ Status Config::validate_and_cache() {
   else
     return config_error("TIDEGATE_LOG_LEVEL='" + level + "' must be error, warn, info or debug");
 
+  TG_RETURN_IF_ERROR(
+      parse_size_variable(*this, "TIDEGATE_STORE_MAX_BYTES", 1 << 16, &store_max_bytes_));
+  TG_RETURN_IF_ERROR(parse_positive_integer(*this, "TIDEGATE_STORE_MAX_KEYS", 16, int64_t{1} << 32,
+                                            &store_max_keys_));
   const std::string& host = raw("TIDEGATE_STORE_HOST");
   if (host != "rank0" && host != "external") {
     return config_error("TIDEGATE_STORE_HOST='" + host + "' must be rank0 or external");

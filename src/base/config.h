@@ -54,6 +54,8 @@ class Config {
   int64_t spin_us() const { return spin_us_; }
   int64_t ops_in_flight() const { return ops_in_flight_; }
   uint64_t codec_seed() const { return codec_seed_; }
+  int64_t store_max_bytes() const { return store_max_bytes_; }
+  int64_t store_max_keys() const { return store_max_keys_; }
 
   // Variables set by job launchers (Open MPI, PMI, Slurm), captured by from_environment() so
   // that rank discovery needs no getenv of its own: "" when unset or not a launcher variable.
@@ -82,6 +84,8 @@ class Config {
   int64_t spin_us_ = 100;
   int64_t ops_in_flight_ = 4;
   uint64_t codec_seed_ = 0;
+  int64_t store_max_bytes_ = int64_t{64} << 20;
+  int64_t store_max_keys_ = 262144;
   std::map<std::string, std::string> forced_algorithms_;
 };
 

@@ -14,6 +14,7 @@
 #include <string>
 
 #include "base/auth.h"
+#include "base/config.h"
 #include "base/status.h"
 #include "base/store.h"
 
@@ -23,6 +24,9 @@ class TcpStoreServer {
  public:
   // Binds host:port (port 0 = ephemeral) and starts serving on a background thread.
   static Status start(const std::string& host, int port, const Secret& secret,
+                      std::unique_ptr<TcpStoreServer>* server);
+  // The same with the caps of `config` (TIDEGATE_STORE_MAX_BYTES, TIDEGATE_STORE_MAX_KEYS).
+  static Status start(const std::string& host, int port, const Secret& secret, const Config& config,
                       std::unique_ptr<TcpStoreServer>* server);
   virtual ~TcpStoreServer() = default;
   // "host:port" clients should connect to.

@@ -37,6 +37,7 @@ Status TcpStoreServerImpl::process_input(StoreConnection& conn, uint64_t id,
     // Returned bare, without a trail: it becomes a log line about the client, not a stack.
     Status st = conn.advance_handshake(secret_, kRole, now);
     if (!st.is_ok()) return st;
+    if (conn.phase() != StoreConnection::Phase::kHandshake) handshaking_.erase(id);
   }
   while (conn.phase() == StoreConnection::Phase::kReady && !conn.input().empty() &&
          !conn.output_pending()) {
@@ -61,9 +62,17 @@ Status TcpStoreServerImpl::process_input(StoreConnection& conn, uint64_t id,
 void TcpStoreServerImpl::handle_request(StoreConnection& conn, uint64_t id, StoreRequest request,
                                         Clock::time_point now) {
   if (request.kind == kStoreRequestSet) {
+    const std::string refusal = over_capacity(request);
+    if (!refusal.empty()) {
+      // Not the client's protocol error: the connection stays, the value is not stored.
+      conn.queue_output(encode_store_response(kStoreResponseError, refusal), now);
+      refusals_.log("refused a set of key '" + request.key + "' from " + conn.peer() + ": " +
+                    refusal);
+      return;
+    }
     conn.queue_output(encode_store_response(kStoreResponseOk, ""), now);
     wake_waiters(request.key, request.value, now);
-    values_[request.key] = std::move(request.value);
+    store_value(request);
     return;
   }
   auto found = values_.find(request.key);
@@ -76,6 +85,38 @@ void TcpStoreServerImpl::handle_request(StoreConnection& conn, uint64_t id, Stor
     conn.start_waiting(request.key, now + Milliseconds(wait_ms));
     waiters_.emplace(request.key, id);
   }
+}
+
+std::string TcpStoreServerImpl::over_capacity(const StoreRequest& request) const {
+  auto found = values_.find(request.key);
+  const int64_t entry =
+      static_cast<int64_t>(request.key.size() + request.value.size()) + kStoreEntryOverheadBytes;
+  const int64_t replaced = found == values_.end()
+                               ? 0
+                               : static_cast<int64_t>(found->first.size() + found->second.size()) +
+                                     kStoreEntryOverheadBytes;
+  const int64_t keys = static_cast<int64_t>(values_.size()) + (found == values_.end() ? 1 : 0);
+  if (keys > options_.max_keys) {
+    return "the store is full: it holds " + std::to_string(values_.size()) +
+           " keys, the most TIDEGATE_STORE_MAX_KEYS allows";
+  }
+  if (stored_bytes_ - replaced + entry > options_.max_total_bytes) {
+    return "the store is full: it holds " + std::to_string(stored_bytes_) + " bytes and " +
+           "this set needs " + std::to_string(entry - replaced) + " more, over " +
+           "TIDEGATE_STORE_MAX_BYTES=" + std::to_string(options_.max_total_bytes);
+  }
+  return "";
+}
+
+void TcpStoreServerImpl::store_value(StoreRequest& request) {
+  auto [it, inserted] = values_.try_emplace(request.key);
+  if (!inserted) {
+    stored_bytes_ -=
+        static_cast<int64_t>(it->first.size() + it->second.size()) + kStoreEntryOverheadBytes;
+  }
+  stored_bytes_ +=
+      static_cast<int64_t>(it->first.size() + request.value.size()) + kStoreEntryOverheadBytes;
+  it->second = std::move(request.value);
 }
 
 void TcpStoreServerImpl::wake_waiters(const std::string& key, const std::string& value,
@@ -147,6 +188,7 @@ int TcpStoreServerImpl::wait_timeout_ms(Clock::time_point now) const {
   Clock::time_point next = now + Milliseconds(10'000);
   for (const auto& [id, conn] : connections_) next = std::min(next, conn.deadline(options_));
   if (!accepting_) next = std::min(next, accept_retry_at_);
+  next = std::min(next, refusals_.next_flush());
   if (next <= now) return 0;
   // Round up: waking a fraction of a millisecond early would spin until the deadline.
   const auto wait = std::chrono::ceil<Milliseconds>(next - now);

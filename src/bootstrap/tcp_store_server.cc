@@ -9,6 +9,7 @@
 // map (only the loop thread touches it).
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -32,7 +33,23 @@ constexpr Milliseconds kAcceptRetryDelay{100};
 constexpr size_t kInputCapBytes = kAuthResponseBytes + kMaxStoreRequestBytes;
 }  // namespace
 
+void TcpStoreServerImpl::size_limits() {
+  size_t limit = options_.descriptor_limit;
+  if (limit == 0) {
+    rlimit nofile{};
+    limit = ::getrlimit(RLIMIT_NOFILE, &nofile) == 0 && nofile.rlim_cur != RLIM_INFINITY
+                ? static_cast<size_t>(nofile.rlim_cur)
+                : size_t{1} << 20;
+  }
+  const size_t reserve = std::max(kMinDescriptorReserve, limit / 4);
+  const size_t budget = limit > reserve ? limit - reserve : 0;
+  max_connections_ = std::max<size_t>(1, std::min(options_.max_connections, budget));
+  max_unauthenticated_ = std::max<size_t>(1, std::min(options_.max_unauthenticated, budget / 2));
+  crowded_fd_ = static_cast<int>(std::min<size_t>(budget, INT32_MAX));
+}
+
 Status TcpStoreServerImpl::bind_and_start(const std::string& host, int port) {
+  size_limits();
   int bound_port = 0;
   TG_RETURN_IF_ERROR(listen_tcp(host, port, 128, &listener_, &bound_port));
   const bool ipv6_literal = host.find(':') != std::string::npos;
@@ -88,8 +105,10 @@ void TcpStoreServerImpl::run() {
     run_woken(now);
     expire_deadlines(now);
     run_woken(now);
+    refusals_.flush(now);
     if (!accepting_ && now >= accept_retry_at_) set_accepting(true);
   }
+  refusals_.flush(Clock::now(), /*force=*/true);
 }
 
 void TcpStoreServerImpl::accept_new_connections(Clock::time_point now) {
@@ -99,24 +118,29 @@ void TcpStoreServerImpl::accept_new_connections(Clock::time_point now) {
       const int saved = errno;
       if (saved == EINTR || saved == ECONNABORTED) continue;
       if (saved == EAGAIN || saved == EWOULDBLOCK) return;
-      // Out of descriptors or memory: the pending connection stays queued and the listener
-      // stays readable, so watching it now would spin. Resume when a connection closes.
-      TG_LOG(
-          kWarn, kLogWho,
-          system_error("accept()", saved).message() + "; not accepting until a connection closes");
+      // Out of descriptors or memory: make room by dropping the oldest unauthenticated
+      // connection, or, with none, stop watching the listener (it stays readable and would
+      // spin) until a connection closes.
+      if (!handshaking_.empty()) {
+        reject(*handshaking_.begin(),
+               "dropped for a newer connection: the process ran out of descriptors (" +
+                   system_error("accept()", saved).message() + ")");
+        continue;
+      }
+      refusals_.log(system_error("accept()", saved).message() +
+                    "; not accepting until a connection closes");
       return set_accepting(false);
     }
-    if (connections_.size() >= options_.max_connections) {
-      rejected_.fetch_add(1);
-      TG_LOG(kWarn, kLogWho,
-             "refused connection from " + peer_name(fd.get()) + ": already " +
-                 std::to_string(connections_.size()) + " connections open");
+    std::string why;
+    if (!make_room(fd.get(), &why)) {
+      count_refusal(peer_name(fd.get()), why);
       continue;
     }
     (void)set_nodelay(fd.get());  // best effort: only latency depends on it
     const uint64_t id = next_id_++;
     const int raw_fd = fd.get();
     StoreConnection& conn = connections_.try_emplace(id, std::move(fd), now).first->second;
+    handshaking_.insert(id);
     epoll_event ev{};
     ev.events = EPOLLIN | EPOLLRDHUP;
     ev.data.u64 = id;
@@ -169,11 +193,37 @@ void TcpStoreServerImpl::update_interest(StoreConnection& conn, uint64_t id) {
   conn.set_watching_writes(want_writes);
 }
 
+// Unauthenticated connections are bounded by count, and every connection by the descriptors the
+// process has left: at either bound the oldest connection still in its handshake is dropped and
+// the new one takes its place. Only when there is none to drop is the new one refused.
+bool TcpStoreServerImpl::make_room(int fd, std::string* why) {
+  const bool crowded = fd >= crowded_fd_;
+  const bool full = connections_.size() >= max_connections_;
+  if (!crowded && !full && handshaking_.size() < max_unauthenticated_) return true;
+  if (!handshaking_.empty()) {
+    reject(*handshaking_.begin(),
+           std::string("dropped for a newer connection: it was the oldest that had not "
+                       "authenticated, and ") +
+               (crowded ? "the process is short of file descriptors"
+                        : "the store holds as many connections as it allows"));
+    return true;
+  }
+  *why = crowded ? "the process is short of file descriptors (got descriptor " +
+                       std::to_string(fd) + "; the store keeps " + std::to_string(crowded_fd_) +
+                       " and leaves the rest to the job)"
+                 : "already " + std::to_string(connections_.size()) + " connections open";
+  return false;
+}
+
+void TcpStoreServerImpl::count_refusal(const std::string& peer, const std::string& why) {
+  rejected_.fetch_add(1);
+  refusals_.log("refused connection from " + peer + ": " + why);
+}
+
 void TcpStoreServerImpl::reject(uint64_t id, const std::string& why) {
   auto it = connections_.find(id);
   if (it == connections_.end()) return;
-  rejected_.fetch_add(1);
-  TG_LOG(kWarn, kLogWho, "refused connection from " + it->second.peer() + ": " + why);
+  count_refusal(it->second.peer(), why);
   (void)it->second.flush(Clock::now());  // best effort: deliver a queued error answer
   close_connection(id);
 }
@@ -186,6 +236,7 @@ void TcpStoreServerImpl::close_connection(uint64_t id) {
   }
   // Closing the descriptor (UniqueFd) also removes it from the epoll set.
   connections_.erase(it);
+  handshaking_.erase(id);
   if (!accepting_) set_accepting(true);
 }
 
@@ -215,6 +266,18 @@ Status start_tcp_store_server(const std::string& host, int port, const Secret& s
 Status TcpStoreServer::start(const std::string& host, int port, const Secret& secret,
                              std::unique_ptr<TcpStoreServer>* server) {
   return start_tcp_store_server(host, port, secret, TcpStoreServerOptions(), server);
+}
+
+Status TcpStoreServer::start(const std::string& host, int port, const Secret& secret,
+                             const Config& config, std::unique_ptr<TcpStoreServer>* server) {
+  return start_tcp_store_server(host, port, secret, store_server_options(config), server);
+}
+
+TcpStoreServerOptions store_server_options(const Config& config) {
+  TcpStoreServerOptions options;
+  options.max_total_bytes = config.store_max_bytes();
+  options.max_keys = config.store_max_keys();
+  return options;
 }
 
 }  // namespace tidegate

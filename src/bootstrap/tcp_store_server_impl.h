@@ -8,11 +8,13 @@
 #include <cstdint>
 #include <map>
 #include <mutex>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "base/auth_proof.h"
+#include "base/log_limiter.h"
 #include "base/socket_util.h"
 #include "bootstrap/tcp_store_connection.h"
 #include "bootstrap/tcp_store_protocol.h"
@@ -25,7 +27,9 @@ inline constexpr const char* kStoreServerLogName = "store-server";
 class TcpStoreServerImpl final : public TcpStoreServer {
  public:
   TcpStoreServerImpl(const Secret& secret, const TcpStoreServerOptions& options)
-      : secret_(secret), options_(options) {}
+      : secret_(secret),
+        options_(options),
+        refusals_(LogLevel::kWarn, kStoreServerLogName, "refused store connections") {}
   ~TcpStoreServerImpl() override { stop(); }
 
   Status bind_and_start(const std::string& host, int port);
@@ -51,6 +55,14 @@ class TcpStoreServerImpl final : public TcpStoreServer {
   void forget_waiter(const std::string& key, uint64_t id);
   void close_connection(uint64_t id);
   void set_accepting(bool accepting);
+  // Sets the connection bounds from the options and the descriptor limit.
+  void size_limits();
+  // Makes room for a new connection whose descriptor is `fd`: false when it must be refused.
+  bool make_room(int fd, std::string* why);
+  void count_refusal(const std::string& peer, const std::string& why);
+  // The store's caps (TIDEGATE_STORE_MAX_*): the error for a set that would exceed them.
+  std::string over_capacity(const StoreRequest& request) const;
+  void store_value(StoreRequest& request);
 
   Secret secret_;
   TcpStoreServerOptions options_;
@@ -70,7 +82,13 @@ class TcpStoreServerImpl final : public TcpStoreServer {
   // Touched only by the loop thread.
   uint64_t next_id_ = 2;
   std::map<uint64_t, StoreConnection> connections_;
+  std::set<uint64_t> handshaking_;  // connections not yet authenticated, oldest (lowest) first
+  size_t max_connections_ = 0;      // from the options and the descriptor limit
+  size_t max_unauthenticated_ = 0;
+  int crowded_fd_ = 0;  // an accepted descriptor from this number on means few are left
+  LogLimiter refusals_;
   std::map<std::string, std::string> values_;
+  int64_t stored_bytes_ = 0;  // keys + values + kStoreEntryOverheadBytes per key
   std::multimap<std::string, uint64_t> waiters_;  // key -> connection parked in a get
   std::vector<uint64_t> woken_;  // connections answered by another's set, to pump next
 };

@@ -69,7 +69,7 @@ int run_job(const RunOptions& options) {
   st = make_signal_fd(&signal_fd);
   if (st.is_ok()) st = Secret::random(&secret);
   if (st.is_ok()) st = secret_file.create(secret);
-  if (st.is_ok()) st = TcpStoreServer::start(options.host, 0, secret, &store);
+  if (st.is_ok()) st = TcpStoreServer::start(options.host, 0, secret, config, &store);
   if (!st.is_ok()) {
     std::fprintf(stderr, "tidegate-run: cannot set the job up: %s\n", st.to_string().c_str());
     return 1;
