@@ -6,6 +6,7 @@
 
 #include <chrono>
 #include <cstdio>
+#include <mutex>
 #include <thread>
 
 #include "base/socket_util.h"
@@ -117,6 +118,66 @@ TEST(TcpSetupTest, GarbageOnTheListenerDoesNotDisturbSetUp) {
     EXPECT_TRUE(r[0].is_ok()) << r[0].to_string();
   });
   EXPECT_EQ(in, out);
+}
+
+// A store that, whenever a rank publishes its listener ("tcp/<rank>"), first opens `count`
+// connections to it and holds them open without sending a byte (what a port scanner or a
+// stalled attacker does), so they are queued on the port before any rank's own connection.
+class SilentFloodStore : public Store {
+ public:
+  SilentFloodStore(Store* inner, int count) : inner_(inner), count_(count) {}
+
+  Status set(const std::string& key, const std::string& value) override {
+    if (key.rfind("tcp/", 0) == 0) {
+      std::string host;
+      int port = 0;
+      TG_RETURN_IF_ERROR(parse_host_port(value, &host, &port));
+      for (int i = 0; i < count_; ++i) {
+        UniqueFd fd;
+        TG_RETURN_IF_ERROR(connect_tcp(host, port, Deadline::after_ms(kTestTimeoutMs), &fd));
+        std::lock_guard<std::mutex> lock(mutex_);
+        held_.push_back(std::move(fd));
+      }
+    }
+    return inner_->set(key, value);
+  }
+  Status get(const std::string& key, Deadline deadline, std::string* value) override {
+    return inner_->get(key, deadline, value);
+  }
+
+ private:
+  Store* inner_;
+  const int count_;
+  std::mutex mutex_;
+  std::vector<UniqueFd> held_;
+};
+
+// Seconds 4 ranks take to connect under a 5 s deadline, with `silent` connections held open on
+// every rank's listener; every rank's status in *statuses.
+double seconds_to_set_up(int silent, std::vector<Status>* statuses) {
+  constexpr int kRanks = 4;
+  MemoryStore memory;
+  SilentFloodStore store(&memory, silent);
+  WorldOptions options;
+  options.timeout_ms = 5000;
+  std::vector<RankInputs> inputs(kRanks);
+  std::vector<std::unique_ptr<Transport>> transports(kRanks);
+  statuses->assign(kRanks, Status::ok());
+  const auto start = Clock::now();
+  run_ranks(kRanks, [&](int rank) {
+    (*statuses)[rank] =
+        TcpWorld::create_rank(rank, kRanks, options, &store, &inputs[rank], &transports[rank]);
+  });
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+TEST(TcpSetupTest, SilentConnectionsOnEveryListenerDoNotDelaySetUp) {
+  std::vector<Status> statuses;
+  const double quiet = seconds_to_set_up(0, &statuses);
+  for (const Status& st : statuses) ASSERT_TRUE(st.is_ok()) << st.to_string();
+  const double flooded = seconds_to_set_up(10, &statuses);
+  for (const Status& st : statuses) EXPECT_TRUE(st.is_ok()) << st.to_string();
+  EXPECT_LT(flooded, quiet + 2.0) << "quiet: " << quiet << " s, flooded: " << flooded << " s";
 }
 
 TEST(TcpSetupTest, SingleRankNeedsNoConnections) {

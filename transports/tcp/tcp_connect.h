@@ -25,6 +25,9 @@ using Links = std::vector<std::vector<UniqueFd>>;
 // peers could not connect to it, and binding every interface by default exposes the port.
 Status choose_bind_host(const TransportContext& context, std::string* host);
 
+// TCP_NODELAY, and SO_SNDBUF/SO_RCVBUF when TIDEGATE_TCP_BUFFER_BYTES asks (0 keeps autotuning).
+Status apply_socket_options(int fd, int64_t buffer_bytes);
+
 // Builds the full mesh of authenticated connections, everything under context.deadline.
 // Returned sockets are non-blocking with TCP_NODELAY (and the configured buffer sizes).
 // AUTH when a peer's secret differs, CONFIG when peers disagree on the stream count,
