@@ -5,11 +5,14 @@
 //   - Integers wrap modulo 2^bits (computed in unsigned arithmetic: no undefined behaviour).
 //   - f16/bf16 are widened to float, combined once and rounded to nearest-even once per
 //     binary operation, by integer code that does not depend on CPU features or flags.
-//   - The result depends on which operand is `a` and which is `b` only for NaN payloads and
-//     for min/max of +0/-0; callers therefore pass operands in a canonical order that every
-//     rank agrees on (the value of the lower-ranked group first). NaN propagation is fixed:
+//   - The result depends on which operand is `a` and which is `b` only for NaN payloads (two
+//     different NaNs); callers therefore pass operands in a canonical order that every rank
+//     agrees on (the value of the lower-ranked group first). NaN propagation is fixed:
 //     sum/prod return `a` when `a` is NaN, else the hardware's quieted `b`; min/max return
-//     `a` when it is NaN, else `b` when it is NaN, else the smaller/larger value.
+//     `a` when it is NaN, else `b` when it is NaN, else the smaller/larger value, with -0
+//     below +0 (min(-0, +0) = -0, max = +0, in either order).
+// These are the semantics tidegate.h documents for every dtype x op; a transport offers a
+// native reduction only where it computes the same (transports/mpi/mpi_semantics.h).
 #pragma once
 
 #include <cstdint>

@@ -117,7 +117,9 @@ char* byte_at(void* base, int64_t elements, tidegate_dtype_t dtype) {
 bool MpiTransport::supports_native(NativeCollective kind, tidegate_dtype_t dtype,
                                    tidegate_reduce_op_t op, tidegate_memory_t memory) const {
   if (memory != TIDEGATE_MEMORY_HOST || mpi_type(dtype, kind) == MPI_DATATYPE_NULL) return false;
-  return kind == NativeCollective::kAllgather || mpi_op(op) != MPI_OP_NULL;
+  if (kind == NativeCollective::kAllgather) return true;
+  // A reduction MPI computes differently from tidegate (mpi_semantics.h) is not offered.
+  return mpi_op(op) != MPI_OP_NULL && (agreeing_reductions_ & reduction_bit(dtype, op)) != 0;
 }
 
 // Local checks, made before the op is queued so that an unsupported op fails at once.
@@ -127,7 +129,9 @@ Status MpiTransport::check_native_args(const NativeCollectiveArgs& args) const {
     return unsupported(what + " is not offered by the mpi transport for dtype " +
                        dtype_name(args.dtype) + ", op " + reduce_op_name(args.reduce_op) +
                        (args.memory == TIDEGATE_MEMORY_HOST
-                            ? " (MPI has no float16/bfloat16 type); use tidegate's own algorithms"
+                            ? " (MPI has no float16/bfloat16 type, or its reduction computes "
+                              "other values on overflow, NaN or -0 than tidegate's: see "
+                              "tidegate.h, reduction semantics); use tidegate's own algorithms"
                             : " on device memory (host memory only)"));
   }
   TG_CHECK_ARG(args.count >= 0, what + ": negative count");
