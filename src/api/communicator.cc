@@ -41,6 +41,31 @@ Status agree_on_identity(int rank, Store* store, Deadline deadline, uint64_t* co
 
 }  // namespace
 
+namespace {
+
+// Every rank's creation error goes to the store ("failed/<rank>"), best effort, so that the
+// others, which usually see only its consequence (a timeout waiting for it), can name it.
+constexpr const char* kFailedKey = "failed/";
+
+// `own`, the error of this rank's creation, with the root cause a peer reported, when this
+// rank only saw a consequence of it (it timed out waiting, or lost the connection).
+Status with_peer_cause(Store* store, int rank, int size, Status own) {
+  (void)store->set(kFailedKey + std::to_string(rank),
+                   "rank " + std::to_string(rank) + ": " + own.message());
+  if (own.code() != TIDEGATE_ERR_TIMEOUT && own.code() != TIDEGATE_ERR_PEER_FAILED) return own;
+  for (int r = 0; r < size; ++r) {
+    std::string cause;
+    if (r == rank ||
+        !store->get(kFailedKey + std::to_string(r), Deadline::after_ms(0), &cause).is_ok()) {
+      continue;
+    }
+    return Status(own.code(), own.message() + " [first failure reported by a peer: " + cause + "]");
+  }
+  return own;
+}
+
+}  // namespace
+
 Status Communicator::create(CommunicatorOptions options, std::unique_ptr<Communicator>* out) {
   TG_CHECK_ARG(options.size >= 1,
                "communicator size must be at least 1, got " + std::to_string(options.size));
@@ -75,20 +100,12 @@ Status Communicator::create(CommunicatorOptions options, std::unique_ptr<Communi
   context.deadline = deadline;
   context.advertise_host = options.advertise_host;
   context.mpi_comm = options.mpi_comm;
-  TG_RETURN_IF_ERROR(connect_transports(context, &comm->transports_));
+  Status connected = comm->connect(context, store.get(), deadline);
+  if (!connected.is_ok()) {
+    return with_peer_cause(store.get(), comm->rank_, comm->size_, std::move(connected));
+  }
   std::vector<Transport*> transports;
   for (const auto& t : comm->transports_) transports.push_back(t.get());
-  TG_RETURN_IF_ERROR(comm->make_planner(store.get(), transports, deadline));
-  // A barrier on the first transport before any rank leaves creation: rank 0 usually hosts the
-  // store, and a rank that went on to its first collective (and perhaps failed and exited)
-  // must not take the store away from a slower rank still reading the agreed probe from it.
-  // That rank would report a lost store instead of the collective's own error.
-  {
-    ProbeWire wire(transports.front(), comm->rank_, comm->size_, comm->comm_id_, deadline,
-                   "end-of-creation barrier");
-    std::vector<double> token{0.0};
-    TG_RETURN_IF_ERROR(wire.ring_max(&token));
-  }
 
   TaskContext task_context;
   task_context.transport = transports.front();
@@ -102,6 +119,20 @@ Status Communicator::create(CommunicatorOptions options, std::unique_ptr<Communi
              comm->transport_names() + "; plan:\n" + comm->planner_->plan_table());
   *out = std::move(comm);
   return Status::ok();
+}
+
+Status Communicator::connect(const TransportContext& context, Store* store, Deadline deadline) {
+  TG_RETURN_IF_ERROR(connect_transports(context, &transports_));
+  std::vector<Transport*> transports;
+  for (const auto& t : transports_) transports.push_back(t.get());
+  TG_RETURN_IF_ERROR(make_planner(store, transports, deadline));
+  // A barrier on the first transport before any rank leaves creation: rank 0 usually hosts the
+  // store, and a rank that went on to its first collective (and perhaps failed and exited)
+  // must not take the store away from a slower rank still reading the agreed probe from it.
+  // That rank would report a lost store instead of the collective's own error.
+  ProbeWire wire(transports.front(), rank_, size_, comm_id_, deadline, "end-of-creation barrier");
+  std::vector<double> token{0.0};
+  return wire.ring_max(&token);
 }
 
 Communicator::~Communicator() {
@@ -167,10 +198,12 @@ Status Communicator::shutdown() {
     if (shut_down_) return Status::ok();
     shut_down_ = true;
   }
-  Status drained = engine_->drain();
+  // An earlier failure was reported by the collectives it ended; destroying the communicator
+  // is a separate act whose own outcome is what the caller learns here.
+  const bool failed_earlier = !engine_->drain().is_ok();
   engine_.reset();
   Status closed = Status::ok();
-  if (drained.is_ok()) {
+  if (!failed_earlier) {
     const Deadline deadline = Deadline::after_ms(config_.timeout_ms());
     for (auto& transport : transports_) {
       Status st = transport->close(deadline);
@@ -179,7 +212,7 @@ Status Communicator::shutdown() {
   }
   transports_.clear();
   keep_alive_.reset();
-  return drained.is_ok() ? closed : drained;
+  return closed;
 }
 
 std::string Communicator::transport_names() const {

@@ -77,7 +77,9 @@ class Communicator {
   // Fails everything pending, tells the peers, stops. Thread-safe.
   void abort(const std::string& reason);
 
-  // Finishes the posted ops and closes connections; bounded by the configured timeout.
+  // Finishes the posted ops and closes connections; bounded by the configured timeout. Returns
+  // the status of closing: OK for a communicator that had failed earlier (its collectives
+  // reported that failure).
   Status shutdown();
 
   // "transport/algorithm" the plan would run for these arguments (benchmarks print it).
@@ -87,6 +89,8 @@ class Communicator {
 
  private:
   Communicator() = default;
+  // Connects the transports, probes them, plans, and meets every rank at a barrier.
+  Status connect(const TransportContext& context, Store* store, Deadline deadline);
   // Probes the transports (or loads the cached profile) and builds the plan.
   Status make_planner(Store* store, const std::vector<Transport*>& transports, Deadline deadline);
 

@@ -70,12 +70,18 @@ Status connect_transports(const TransportContext& context,
   for (const TransportEntry& entry : built_transports()) {
     std::unique_ptr<Transport> transport;
     Status st = connect_one(entry, context, &transport);
-    if (!st.is_ok()) {
+    if (st.code() == TIDEGATE_ERR_UNSUPPORTED) {
       // Transports that cannot start here agree on it across ranks before touching the wire
       // (e.g. MPI not initialised), so leaving one out is the same decision on every rank.
       TG_LOG(kInfo, "rank " + std::to_string(context.rank),
              std::string("transport ") + entry.name + " not used: " + st.message());
       continue;
+    }
+    // Anything else (a missing rank, a wrong secret, an unreachable peer) is a real failure
+    // that the next transport would only meet again, later: it is the creation's error.
+    if (!st.is_ok()) {
+      return std::move(st).with_context(std::string("the ") + entry.name +
+                                        " transport could not connect the ranks: ");
     }
     transports->push_back(std::move(transport));
   }

@@ -2,14 +2,13 @@
 #include "transports/mpi/mpi_rendezvous.h"
 
 #include <mpi.h>
-#include <unistd.h>
 
+#include <algorithm>
 #include <cstring>
 
 namespace tidegate {
 
 namespace {
-constexpr size_t kHostNameBytes = 256;
 
 Status communicator_of(const void* mpi_comm, MPI_Comm* comm) {
   TG_CHECK_ARG(mpi_comm != nullptr, "mpi_comm must point to an MPI_Comm");
@@ -21,22 +20,23 @@ Status communicator_of(const void* mpi_comm, MPI_Comm* comm) {
 }
 }  // namespace
 
-Status mpi_rendezvous_ranks(const void* mpi_comm, int* rank, int* size,
-                            std::vector<std::string>* host_names) {
+Status mpi_rendezvous_ranks(const void* mpi_comm, const std::string& identity, int* rank, int* size,
+                            std::vector<std::string>* identities) {
   MPI_Comm comm = MPI_COMM_NULL;
   TG_RETURN_IF_ERROR(communicator_of(mpi_comm, &comm));
   MPI_Comm_rank(comm, rank);
   MPI_Comm_size(comm, size);
-  char name[kHostNameBytes] = {};
-  ::gethostname(name, sizeof name - 1);
-  std::string all(static_cast<size_t>(*size) * kHostNameBytes, '\0');
-  const int rc = MPI_Allgather(name, static_cast<int>(kHostNameBytes), MPI_CHAR, all.data(),
-                               static_cast<int>(kHostNameBytes), MPI_CHAR, comm);
-  if (rc != MPI_SUCCESS) return internal_error("MPI_Allgather of host names failed");
-  host_names->clear();
+  constexpr size_t kSlot = kMaxRendezvousIdentityBytes + 1;
+  char mine[kSlot] = {};
+  std::memcpy(mine, identity.data(), std::min(identity.size(), kMaxRendezvousIdentityBytes));
+  std::string all(static_cast<size_t>(*size) * kSlot, '\0');
+  const int rc = MPI_Allgather(mine, static_cast<int>(kSlot), MPI_CHAR, all.data(),
+                               static_cast<int>(kSlot), MPI_CHAR, comm);
+  if (rc != MPI_SUCCESS) return internal_error("MPI_Allgather of host identities failed");
+  identities->clear();
   for (int r = 0; r < *size; ++r) {
-    const char* entry = all.data() + static_cast<size_t>(r) * kHostNameBytes;
-    host_names->emplace_back(entry, strnlen(entry, kHostNameBytes));
+    const char* entry = all.data() + static_cast<size_t>(r) * kSlot;
+    identities->emplace_back(entry, strnlen(entry, kSlot));
   }
   return Status::ok();
 }

@@ -4,6 +4,7 @@
 // mpi_rendezvous_unavailable.cc otherwise (every function then returns UNSUPPORTED).
 #pragma once
 
+#include <cstddef>
 #include <string>
 #include <vector>
 
@@ -11,11 +12,15 @@
 
 namespace tidegate {
 
-// This rank, the size and every rank's host name (MPI_Allgather) of the MPI communicator at
-// `mpi_comm` (an MPI_Comm*). Collective over that communicator. INVALID_ARGUMENT when MPI is
-// not initialised.
-Status mpi_rendezvous_ranks(const void* mpi_comm, int* rank, int* size,
-                            std::vector<std::string>* host_names);
+// Longest text mpi_rendezvous_ranks() gathers per rank.
+inline constexpr size_t kMaxRendezvousIdentityBytes = 255;
+
+// This rank and the size of the MPI communicator at `mpi_comm` (an MPI_Comm*), and every rank's
+// `identity` (at most kMaxRendezvousIdentityBytes; longer is cut) in rank order, gathered with
+// MPI_Allgather. Collective over that communicator. INVALID_ARGUMENT when MPI is not
+// initialised.
+Status mpi_rendezvous_ranks(const void* mpi_comm, const std::string& identity, int* rank, int* size,
+                            std::vector<std::string>* identities);
 
 // Broadcasts `text` (at most max_bytes - 1 bytes, no NUL) from rank 0 to every rank of the MPI
 // communicator (MPI_Bcast); every rank passes the same max_bytes. Collective.

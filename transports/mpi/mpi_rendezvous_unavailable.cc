@@ -11,7 +11,10 @@ Status no_mpi() {
 }
 }  // namespace
 
-Status mpi_rendezvous_ranks(const void*, int*, int*, std::vector<std::string>*) { return no_mpi(); }
+Status mpi_rendezvous_ranks(const void*, const std::string&, int*, int*,
+                            std::vector<std::string>*) {
+  return no_mpi();
+}
 Status mpi_rendezvous_broadcast(const void*, size_t, std::string*) { return no_mpi(); }
 
 }  // namespace tidegate
