@@ -142,7 +142,29 @@ static inline tidegate_tensor_t tidegate_host_tensor(void* data, int64_t count,
   return t;
 }
 
-/** Reduction operators. AVG divides the sum by the world size (integer division for ints). */
+/**
+ * Reduction operators. AVG divides the sum by the world size (integer division for ints).
+ *
+ * Reduction semantics: one definition per dtype x op, the same whichever transport and
+ * algorithm the plan picks (a transport's native collective is used only where it computes
+ * exactly this; e.g. Open MPI's vectorised 8-bit sums saturate, so MPI's native uint8 SUM is not
+ * used), and bitwise identical on every rank:
+ *  - INT32, INT64, UINT8: SUM and PROD wrap modulo 2^bits (two's complement: 200 + 100 = 44 in
+ *    uint8, INT32_MAX + 1 = INT32_MIN), never saturate; AVG is that wrapped sum divided by the
+ *    world size, truncating toward zero; MIN and MAX are exact.
+ *  - FLOAT32, FLOAT64: IEEE 754 arithmetic, round to nearest even, in an order the algorithm
+ *    fixes (so a sum's last bits may differ between two algorithms, never between ranks):
+ *    overflow gives +-infinity, inf + -inf gives NaN, a NaN operand gives NaN, and a sum of
+ *    zeros is -0 only when every operand is -0. MIN and MAX propagate NaN (the result is NaN
+ *    when any operand is) and order -0 below +0 (MIN(-0, +0) = -0, MAX(-0, +0) = +0). When
+ *    ranks contribute NaNs with different payloads, which payload results is unspecified.
+ *    AVG divides the sum once, in the dtype's precision.
+ *  - FLOAT16, BFLOAT16: as float32, computed in float32 and rounded to the 16-bit format (to
+ *    nearest even) after each operation.
+ * On CUDA memory the nccl transport's collectives compute instead (NCCL's MIN/MAX return the
+ * non-NaN operand, its float AVG scales before summing); no other path runs device memory, so
+ * there too the result does not depend on the plan.
+ */
 typedef enum tidegate_reduce_op {
   TIDEGATE_SUM = 0,
   TIDEGATE_AVG = 1,
@@ -234,6 +256,11 @@ TIDEGATE_API tidegate_status_t tidegate_comm_create_from_mpi(const void* mpi_com
  * Destroy a communicator: finish the collectives already posted (each under its deadline),
  * close connections and stop the progress thread. Requests of this communicator that the
  * caller still holds stay valid and must still be freed. NULL is accepted and ignored.
+ * Returns the status of the destruction itself: a communicator that failed earlier (its
+ * collectives reported that failure) is released and destroy returns TIDEGATE_OK; an error
+ * means the connections could not be closed cleanly. After a failure (PEER_FAILED, TIMEOUT,
+ * ABORTED, ...) the surviving processes may destroy the communicator and create a new one,
+ * over new or the same ranks, in the same processes.
  * Not thread-safe with other calls on the same communicator.
  */
 TIDEGATE_API tidegate_status_t tidegate_comm_destroy(tidegate_comm_t comm);
@@ -319,7 +346,10 @@ TIDEGATE_API tidegate_status_t tidegate_iallreduce(tidegate_comm_t comm,
 /**
  * Reduce `input` (count N, the same on every rank) and leave on rank r block r of the result:
  * the blocks split N as tidegate_block_range() says (the first N % size ranks get one element
- * more). output.count must equal this rank's block length.
+ * more). output.count must equal this rank's block length. In place comes in two shapes, both
+ * accepted on every rank: output at the start of input (MPI_IN_PLACE: the result lands there)
+ * or output at this rank's own block of input (NCCL's in place). Any other overlap of output
+ * and input is INVALID_ARGUMENT on every rank alike.
  */
 TIDEGATE_API tidegate_status_t tidegate_ireduce_scatter(tidegate_comm_t comm,
                                                         const tidegate_tensor_t* input,

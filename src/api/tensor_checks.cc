@@ -1,5 +1,6 @@
 #include "api/tensor_checks.h"
 
+#include <cstdint>
 #include <string>
 
 namespace tidegate {
@@ -7,11 +8,25 @@ namespace tidegate {
 namespace {
 
 constexpr int64_t kMaxElements = int64_t{1} << 56;  // far beyond any memory; guards overflow
+// The most bytes a host tensor may span: the user address space of a 64-bit Linux process
+// (47 bits with 4-level page tables). A larger count describes no real memory; accepting it
+// would have an algorithm cut it into billions of segments and spin on them instead of failing.
+constexpr uint64_t kMaxTensorBytes = uint64_t{1} << 47;
 
 bool overlaps_partially(const TensorView& a, const TensorView& b) {
   if (a.data == b.data || a.count == 0 || b.count == 0) return false;
   const char* a0 = a.byte_data();
   const char* b0 = b.byte_data();
+  return a0 < b0 + b.bytes() && b0 < a0 + a.bytes();
+}
+
+// Whether `b` shares a byte with `a`; a zero-length `b` counts when its address lies inside `a`
+// or at its end (the address, not the length, is the call's shape).
+bool overlaps(const TensorView& a, const TensorView& b) {
+  if (a.count == 0) return false;
+  const char* a0 = a.byte_data();
+  const char* b0 = b.byte_data();
+  if (b.count == 0) return b0 >= a0 && b0 <= a0 + a.bytes();
   return a0 < b0 + b.bytes() && b0 < a0 + a.bytes();
 }
 
@@ -44,6 +59,12 @@ Status check_tensor(const tidegate_tensor_t* tensor, const char* role, TensorVie
   TG_CHECK_ARG(tensor->count == 0 || tensor->data != nullptr, name + " data is NULL but count > 0");
   TG_CHECK_ARG(dtype_is_valid(tensor->dtype),
                name + " has unknown dtype " + std::to_string(static_cast<int>(tensor->dtype)));
+  const uint64_t bytes = static_cast<uint64_t>(tensor->count) * dtype_size(tensor->dtype);
+  const uintptr_t start = reinterpret_cast<uintptr_t>(tensor->data);
+  TG_CHECK_ARG(bytes <= kMaxTensorBytes && start <= UINTPTR_MAX - bytes,
+               name + " count " + std::to_string(tensor->count) + " x " +
+                   std::to_string(dtype_size(tensor->dtype)) + " bytes cannot describe memory " +
+                   "(over 128 TiB, or past the end of the address space): check the count");
   TG_CHECK_ARG(tensor->memory == TIDEGATE_MEMORY_HOST || tensor->memory == TIDEGATE_MEMORY_CUDA,
                name + " has unknown memory kind");
   if (tensor->memory == TIDEGATE_MEMORY_CUDA) {
@@ -109,7 +130,17 @@ Status reduce_scatter_args(const tidegate_tensor_t* input, const tidegate_tensor
   TG_CHECK_ARG(args->output.count == length,
                count_text("output", args->output.count, length) + " (this rank's block of " +
                    std::to_string(args->input.count) + " elements; see tidegate_block_range)");
-  TG_CHECK_ARG(!overlaps_partially(args->input, args->output), "input and output overlap");
+  // In place comes in two shapes, and on rank 0 they are the same call: the output at the
+  // input's start (MPI_IN_PLACE) or at this rank's own block of it (NCCL). Both are accepted on
+  // every rank, so that every rank gives one call shape the same verdict; any other overlap is
+  // refused on every rank. A zero-length output counts by its address (see overlaps()).
+  const char* own_block =
+      args->input.byte_data() + offset * static_cast<int64_t>(args->input.element_size());
+  const bool in_place = args->output.data == args->input.data || args->output.data == own_block;
+  TG_CHECK_ARG(in_place || !overlaps(args->input, args->output),
+               "reduce_scatter output overlaps the input without being in place: the output "
+               "must be separate memory, the input's start, or this rank's own block of the "
+               "input (tidegate_block_range)");
   args->reduce_op = op;
   return Status::ok();
 }

@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "base/config.h"
 #include "base/status.h"
@@ -123,6 +124,24 @@ class Transport {
     (void)args;
     (void)handle;
     return unsupported(std::string(name()) + " offers no native collectives");
+  }
+
+  // The ranks that this transport's unfinished receives wait for, ascending and without
+  // repeats. Diagnostics only (a deadline error names them); empty when unknown.
+  virtual std::vector<int> awaited_peers() const { return {}; }
+
+  // Liveness, which tells a stopped or hung rank from one that merely waits as well: a rank whose
+  // collective has made no progress for a while sends a notice to every peer, outside the
+  // matching of messages; a rank that receives one answers (at most every half second), even
+  // when idle. A deadline error then names the ranks that gave no sign of life. Transports
+  // without it return false from tracks_liveness() and the error names only awaited ranks.
+  virtual bool tracks_liveness() const { return false; }
+  // Sends the notice to every peer (progress thread; best effort).
+  virtual void send_liveness() {}
+  // When anything (a message, a notice) last arrived from `peer`; Clock::time_point() if never.
+  virtual Clock::time_point last_heard(int peer) const {
+    (void)peer;
+    return Clock::time_point();
   }
 
   // Interrupts a blocking progress() from any thread. Thread-safe.

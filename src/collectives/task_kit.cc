@@ -229,4 +229,44 @@ void copy_unless_same(void* dst, const void* src, uint64_t bytes) {
   if (dst != src && bytes > 0) std::memcpy(dst, src, static_cast<size_t>(bytes));
 }
 
+namespace {
+
+class EpilogueTask : public CollectiveTask {
+ public:
+  EpilogueTask(std::unique_ptr<CollectiveTask> task, std::function<void()> epilogue)
+      : task_(std::move(task)), epilogue_(std::move(epilogue)) {}
+
+  Status start() override { return task_->start(); }
+  Status advance(bool* done) override {
+    TG_RETURN_IF_ERROR(task_->advance(done));
+    if (*done && epilogue_) {
+      epilogue_();
+      epilogue_ = nullptr;
+    }
+    return Status::ok();
+  }
+  const char* algorithm() const override { return task_->algorithm(); }
+  bool has_local_work() const override { return task_->has_local_work(); }
+
+ private:
+  std::unique_ptr<CollectiveTask> task_;
+  std::function<void()> epilogue_;
+};
+
+}  // namespace
+
+std::unique_ptr<CollectiveTask> with_epilogue(std::unique_ptr<CollectiveTask> task,
+                                              std::function<void()> epilogue) {
+  return std::make_unique<EpilogueTask>(std::move(task), std::move(epilogue));
+}
+
+bool output_overlaps_input(const CollectiveArgs& args) {
+  if (args.input.count == 0) return false;
+  const uintptr_t in = reinterpret_cast<uintptr_t>(args.input.data);
+  const uintptr_t in_end = in + args.input.bytes();
+  const uintptr_t out = reinterpret_cast<uintptr_t>(args.output.data);
+  if (args.output.count == 0) return out >= in && out <= in_end;
+  return out < in_end && in < out + args.output.bytes();
+}
+
 }  // namespace tidegate

@@ -11,6 +11,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <vector>
 
@@ -140,5 +141,15 @@ class SequenceTask : public CollectiveTask {
 
 // Copies `bytes` from src to dst unless they are the same memory (in-place calls).
 void copy_unless_same(void* dst, const void* src, uint64_t bytes);
+
+// Runs `task`, then `epilogue` (local work such as copying a result out of a scratch buffer)
+// once, on the progress thread, before reporting done.
+std::unique_ptr<CollectiveTask> with_epilogue(std::unique_ptr<CollectiveTask> task,
+                                              std::function<void()> epilogue);
+
+// Whether a reduce_scatter's output shares any byte with its input (a zero-length output
+// counts when its address lies inside the input or at its end: the shape, not the length,
+// decides, so that every rank of one call shape gets the same answer).
+bool output_overlaps_input(const CollectiveArgs& args);
 
 }  // namespace tidegate

@@ -16,9 +16,46 @@ namespace {
 // How long one progress() call may block. Short enough that a stop request or a deadline is
 // noticed promptly, long enough that an idle communicator costs nothing measurable.
 constexpr Milliseconds kMaxBlock(50);
+// A pass of the progress loop that started this long after the previous one means the process
+// did not run in between (SIGSTOP, a debugger, heavy swapping): every pass blocks for at most
+// kMaxBlock, and work between passes is bounded.
+constexpr Milliseconds kSelfStallGap(1000);
+
+std::string seconds_text(Clock::duration d) {
+  const int64_t tenths = std::chrono::duration_cast<Milliseconds>(d).count() / 100;
+  return std::to_string(tenths / 10) + "." + std::to_string(tenths % 10);
+}
 
 std::string op_label(const CollectiveArgs& args) {
   return std::string(op_kind_name(args.kind)) + " op #" + std::to_string(args.op_seq);
+}
+
+// `reason` as the error of the op labelled `label`: prefixed with the label unless the message
+// already names that op (a deadline or mismatch error does), so it is not said twice.
+Status for_op(const std::string& label, const Status& reason, const std::string& link = ": ") {
+  const std::string& text = reason.message();
+  for (size_t at = text.find(label); at != std::string::npos; at = text.find(label, at + 1)) {
+    const size_t end = at + label.size();
+    if (end == text.size() || text[end] < '0' || text[end] > '9') return reason;
+  }
+  return Status(reason.code(), label + link + text);
+}
+
+// Whether ranks that disagree on this op's arguments might never exchange a message that
+// compares them, whatever the plan: a broadcast's tree is shaped by its root, so ranks that
+// each take another rank for the root may wait on (or finish without) different peers. Such
+// an op checks its identity first, like an op planned off the first transport.
+bool shape_depends_on_arguments(const CollectiveArgs& args) {
+  return args.kind == OpKind::kBroadcast;
+}
+
+// "rank 2" or "ranks 1, 3".
+std::string rank_list(const std::vector<int>& ranks) {
+  std::string text = ranks.size() == 1 ? "rank " : "ranks ";
+  for (size_t i = 0; i < ranks.size(); ++i) {
+    text += (i == 0 ? "" : ", ") + std::to_string(ranks[i]);
+  }
+  return text;
 }
 
 int window_of(const Config* config) {
@@ -100,7 +137,19 @@ Status ProgressEngine::failure() const {
   return failure_;
 }
 
-void ProgressEngine::fail_and_tell_peers(const Status& reason) {
+void ProgressEngine::fail_and_tell_peers(const Status& given) {
+  // A failure found right after this process itself did not run for a while (SIGSTOP, a
+  // debugger) is its peers' verdict on it: say so, rather than relay their timeout as ours.
+  Status reason = given;
+  const bool just_stalled =
+      Clock::now() - self_stall_seen_at_ < Milliseconds(kPeerVerdictWaitMs) + kSelfStallGap;
+  if (just_stalled && given.message().find("did not run for") == std::string::npos) {
+    reason = aborted_error("rank " + std::to_string(context_.rank) + " did not run for " +
+                           seconds_text(self_stall_) +
+                           " s (its process was stopped, e.g. by SIGSTOP, or starved), and its "
+                           "peers failed the communicator meanwhile: " +
+                           given.message());
+  }
   // Relayed even when the failure came from a peer (its abort, or a lost connection): a rank
   // that leaves without passing the root cause on would make the others see only "connection
   // lost" instead of the error that started it. The transport sends it at most once.
@@ -121,8 +170,7 @@ void ProgressEngine::fail(const Status& reason) {
   std::deque<ActiveOp> in_flight;
   in_flight.swap(active_);
   for (ActiveOp& op : in_flight) {
-    op.request->complete(
-        Status(reason.code(), op_label(op.request->args()) + ": " + reason.message()));
+    op.request->complete(for_op(op_label(op.request->args()), reason));
   }
   for (auto& request : victims) {
     request->complete(Status(reason.code(), op_label(request->args()) +
@@ -202,6 +250,8 @@ Status ProgressEngine::plan_op(ActiveOp& op) {
     TG_RETURN_IF_ERROR(fixed_algorithm(*context_.config, op.args, &row));
     if (compression.enabled()) {
       compression.algorithm = row->name;  // part of the op's identity on the wire
+    }
+    if (compression.enabled() || shape_depends_on_arguments(op.args)) {
       TG_RETURN_IF_ERROR(add_phase(op, transports_.front(), identity_check_algorithm()));
     }
     return add_phase(op, transports_.front(), *row);
@@ -227,7 +277,8 @@ Status ProgressEngine::plan_op(ActiveOp& op) {
   // headers and the op would hang until the deadline. So such an op first checks its identity
   // on the first transport, in the messages tidegate's own algorithms start with. A rank that
   // planned otherwise sends its first message there too, and the mismatch is named at once.
-  if (op.decision.transport_index != 0 || op.decision.algorithm->native()) {
+  if (op.decision.transport_index != 0 || op.decision.algorithm->native() ||
+      shape_depends_on_arguments(op.args)) {
     TG_RETURN_IF_ERROR(add_phase(op, transports_.front(), identity_check_algorithm()));
   }
   return add_phase(op, chosen, *op.decision.algorithm);
@@ -369,12 +420,89 @@ Status ProgressEngine::check_deadlines(Clock::time_point now) {
     }
     // An op waiting for an earlier op's lane is as stalled as that op: only the phases that
     // run can time out, and the earliest op always runs.
-    if (!phase->started || now - op.last_progress <= timeout) continue;
-    const char* algorithm = phase->task ? phase->task->algorithm() : "?";
-    return timeout_error(op_label(op.args) + " (" + algorithm + ") made no progress for " +
+    if (!phase->started) continue;
+    if (now - op.last_progress > timeout) return deadline_failure(op);
+    if (now - op.last_progress > liveness_interval() &&
+        now - last_liveness_sent_ > liveness_interval()) {
+      // Stalled for a while: tell every peer this rank is alive (they answer), so that when the
+      // deadline comes the ranks that gave no sign of life can be told from those that wait too.
+      last_liveness_sent_ = now;
+      for (Transport* transport : transports_) transport->send_liveness();
+    }
+  }
+  return Status::ok();
+}
+
+Milliseconds ProgressEngine::liveness_interval() const {
+  return std::clamp(Milliseconds(context_.config->timeout_ms() / 4), Milliseconds(50),
+                    Milliseconds(1000));
+}
+
+std::vector<int> ProgressEngine::silent_peers(Clock::time_point now) const {
+  std::vector<int> silent;
+  bool tracked = false;
+  for (Transport* transport : transports_) tracked |= transport->tracks_liveness();
+  if (!tracked) return silent;
+  for (int peer = 0; peer < context_.size; ++peer) {
+    if (peer == context_.rank) continue;
+    Clock::time_point heard;
+    for (Transport* transport : transports_) {
+      if (transport->tracks_liveness()) heard = std::max(heard, transport->last_heard(peer));
+    }
+    if (now - heard > 3 * liveness_interval()) silent.push_back(peer);
+  }
+  return silent;
+}
+
+Status ProgressEngine::deadline_failure(ActiveOp& op) {
+  const OpPhase& phase = *op.phase();
+  const std::string rank = "rank " + std::to_string(context_.rank);
+  std::string text = op_label(op.args) + " (" + (phase.task ? phase.task->algorithm() : "?") +
+                     ") made no progress for " + std::to_string(context_.config->timeout_ms()) +
+                     " ms (TIDEGATE_TIMEOUT_MS) on " + rank;
+  const std::vector<int> awaited = phase.context.transport->awaited_peers();
+  if (!awaited.empty()) text += " waiting for " + rank_list(awaited);
+  // The ranks that did not answer liveness notices are the likely cause (stopped, hung or
+  // dead); an awaited rank that did answer is waiting for another one itself.
+  const std::vector<int> silent = silent_peers(Clock::now());
+  if (self_stall_seen_at_ > op.last_progress) {
+    // This process itself did not run for a while (stopped, or starved of CPU): the peers have
+    // most likely given up on it meanwhile, and their verdict is the root cause. It is on its
+    // way or already here, so give it a moment to surface before reporting a timeout.
+    const std::string stalled = rank + " did not run for " + seconds_text(self_stall_) +
+                                " s (its process was stopped, e.g. by SIGSTOP, or starved)";
+    Status peers = await_peer_verdict(Milliseconds(kPeerVerdictWaitMs));
+    if (!peers.is_ok()) {
+      return aborted_error(stalled +
+                           ", and its peers failed the communicator meanwhile: " + peers.message());
+    }
+    return timeout_error(text + "; " + stalled);
+  }
+  if (!silent.empty()) {
+    return timeout_error(text + "; " + rank_list(silent) + (silent.size() == 1 ? " has" : " have") +
+                         " given no sign of life for " +
                          std::to_string(context_.config->timeout_ms()) +
-                         " ms (TIDEGATE_TIMEOUT_MS) on rank " + std::to_string(context_.rank) +
-                         ": a peer is stalled or dead, or did not post this collective");
+                         " ms or more: stopped, hung or dead (every other rank answered)");
+  }
+  bool tracked = false;
+  for (Transport* transport : transports_) tracked |= transport->tracks_liveness();
+  if (tracked) {
+    return timeout_error(text +
+                         ": every rank answered liveness notices, so one has not posted this "
+                         "collective (or posted another one)");
+  }
+  return timeout_error(text + ": " + (awaited.empty() ? "a peer" : "that peer") +
+                       " is stalled or dead, or did not post this collective");
+}
+
+Status ProgressEngine::await_peer_verdict(Milliseconds budget) {
+  const Deadline deadline = Deadline::after(budget);
+  while (!deadline.passed()) {
+    for (Transport* transport : transports_) {
+      bool activity = false;
+      Status st = transport->progress(Milliseconds(10), &activity);
+      if (!st.is_ok()) return st;
+    }
   }
   return Status::ok();
 }
@@ -390,7 +518,7 @@ Status ProgressEngine::poll_transports(const std::vector<size_t>& indexes, Milli
                                        bool* any) {
   for (size_t i : indexes) {
     bool activity = false;
-    TG_RETURN_IF_ERROR(transports_[i]->progress(wait, &activity));
+    TG_RETURN_IF_ERROR(progress_transport(transports_[i], wait, &activity));
     if (activity) transport_activity_[i] = true;
     *any = *any || activity;
   }
@@ -427,19 +555,40 @@ Status ProgressEngine::wait_on_wire(bool poll_only) {
   return poll_transports(running, running.size() == 1 ? kMaxBlock : share, &any);
 }
 
+Status ProgressEngine::progress_transport(Transport* transport, Milliseconds wait, bool* activity) {
+  const Clock::time_point before = Clock::now();
+  Status st = transport->progress(wait, activity);
+  // A wait that lasted far beyond what it may block means this process did not run.
+  const Clock::duration took = Clock::now() - before;
+  if (took > wait + kSelfStallGap) {
+    self_stall_ = took - wait;
+    self_stall_seen_at_ = Clock::now();
+  }
+  return st;
+}
+
 Status ProgressEngine::progress_idle() {
   // One transport blocks as before; several share the wait so each is looked at promptly.
   const Milliseconds share(
       std::max<int64_t>(1, kMaxBlock.count() / static_cast<int64_t>(transports_.size())));
   for (Transport* transport : transports_) {
     bool activity = false;
-    TG_RETURN_IF_ERROR(transport->progress(transports_.size() == 1 ? kMaxBlock : share, &activity));
+    TG_RETURN_IF_ERROR(
+        progress_transport(transport, transports_.size() == 1 ? kMaxBlock : share, &activity));
   }
   return Status::ok();
 }
 
 void ProgressEngine::run() {
+  Clock::time_point last_pass = Clock::now();
   while (true) {
+    // Every pass blocks for at most kMaxBlock: a much longer gap means this thread did not run.
+    const Clock::time_point pass = Clock::now();
+    if (pass - last_pass > kSelfStallGap) {
+      self_stall_ = pass - last_pass;
+      self_stall_seen_at_ = pass;
+    }
+    last_pass = pass;
     Status abort_reason;
     {
       std::lock_guard<std::mutex> lock(mutex_);

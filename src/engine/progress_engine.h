@@ -32,6 +32,11 @@
 
 namespace tidegate {
 
+// How long a rank that finds it was stalled itself waits for its peers' verdict (an abort or
+// a lost connection, which the transports report after their own grace) before it reports a
+// timeout.
+inline constexpr int64_t kPeerVerdictWaitMs = 800;
+
 class ProgressEngine {
  public:
   // Runs every op on `context.transport` with the fixed algorithm rule (tests, one transport).
@@ -89,6 +94,16 @@ class ProgressEngine {
   // Completes finished ops at the front of the window, in posting order.
   void complete_in_order();
   Status check_deadlines(Clock::time_point now);
+  // The error of `op`, whose deadline passed: it names the ranks the op waits for, and, when
+  // this rank itself was stalled meanwhile, reports the peers' verdict instead if one arrives.
+  Status deadline_failure(ActiveOp& op);
+  // Drives the transports for up to `budget`; returns the first failure they report.
+  Status await_peer_verdict(Milliseconds budget);
+  // How often a stalled op sends liveness notices (a quarter of the deadline, 50 ms to 1 s).
+  Milliseconds liveness_interval() const;
+  // The peers no transport has heard anything from for three liveness intervals (empty when no
+  // transport tracks liveness).
+  std::vector<int> silent_peers(Clock::time_point now) const;
   // Fails every op in flight and queued with `reason` (first failure wins).
   void fail(const Status& reason);
   // fail() after telling every peer (the transport's abort frames).
@@ -100,6 +115,9 @@ class ProgressEngine {
   // records which transports moved in transport_activity_.
   Status wait_on_wire(bool poll_only);
   Status poll_transports(const std::vector<size_t>& indexes, Milliseconds wait, bool* any);
+  // transport->progress(wait), noting when the call took far longer than it may block (this
+  // process was stopped meanwhile: see self_stall_).
+  Status progress_transport(Transport* transport, Milliseconds wait, bool* activity);
   size_t transport_index(const Transport* transport) const;
 
   TaskContext context_;                 // the template of every phase's context
@@ -119,6 +137,10 @@ class ProgressEngine {
   CompressionState compression_;
   std::deque<ActiveOp> active_;           // the window, in posting order
   std::vector<bool> transport_activity_;  // per transport: moved in the last wait_on_wire()
+  // The last time the progress thread found it had not run for a while, and for how long.
+  Clock::time_point self_stall_seen_at_;
+  Clock::duration self_stall_{};
+  Clock::time_point last_liveness_sent_;
 
   std::thread thread_;
 };

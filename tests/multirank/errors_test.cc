@@ -84,6 +84,120 @@ TEST_F(ErrorsStack, ReduceOpMismatchIsNamed) {
   }
 }
 
+// A broadcast's tree is shaped by its root: ranks that disagree on it may never exchange a
+// message that compares headers (each taking itself for the root finishes at once), so the op
+// checks its identity first. Every size fails the same way, at once, naming the field and ranks.
+TEST_F(ErrorsStack, BroadcastRootMismatchIsNamedOnEveryRank) {
+  for (int64_t bytes : {int64_t{1} << 10, int64_t{64} << 10, int64_t{16} << 20}) {
+    SCOPED_TRACE(std::to_string(bytes) + " bytes");
+    auto outcomes = run(3, [bytes](int rank, tidegate_comm_t comm) {
+      std::vector<char> data(static_cast<size_t>(bytes), static_cast<char>(rank));
+      tidegate_tensor_t t = tidegate_host_tensor(data.data(), bytes, TIDEGATE_UINT8);
+      return tidegate_broadcast(comm, &t, rank == 1 ? 1 : 0);  // rank 1 takes itself for root
+    });
+    for (int r = 0; r < 3; ++r) {
+      SCOPED_TRACE("rank " + std::to_string(r) + ": " + outcomes[r].message);
+      EXPECT_EQ(outcomes[r].status, TIDEGATE_ERR_MISMATCH);
+      EXPECT_NE(outcomes[r].message.find("field 'root'"), std::string::npos);
+      EXPECT_NE(outcomes[r].message.find("rank 1"), std::string::npos);
+      EXPECT_NE(outcomes[r].message.find("broadcast op #0"), std::string::npos);
+      EXPECT_LT(outcomes[r].seconds, kTimeoutMs / 1000.0) << "found at the first message";
+    }
+  }
+}
+
+// The same call shape gets the same verdict on every rank: both in-place shapes (the output at
+// the input's start, or at the rank's own block; on rank 0 they are one shape) are accepted and
+// computed everywhere, and any other overlap is refused everywhere.
+TEST_F(ErrorsStack, ReduceScatterOverlapGetsOneVerdictOnEveryRank) {
+  constexpr int kRanks = 3;
+  constexpr int64_t kCount = 3 * 1000 + 2;  // uneven blocks
+  enum Shape { kOwnBlock, kInputStart, kShifted };
+  for (Shape shape : {kOwnBlock, kInputStart, kShifted}) {
+    SCOPED_TRACE("shape " + std::to_string(shape));
+    std::vector<std::vector<float>> results(kRanks);
+    auto outcomes = run(kRanks, [&](int rank, tidegate_comm_t comm) {
+      std::vector<float> data(kCount);
+      for (int64_t i = 0; i < kCount; ++i) data[i] = static_cast<float>(rank + 1) * (i % 7);
+      int64_t offset = 0, length = 0;
+      tidegate_block_range(kCount, kRanks, rank, &offset, &length);
+      float* out = shape == kOwnBlock ? data.data() + offset
+                                      : (shape == kInputStart ? data.data() : data.data() + 1);
+      tidegate_tensor_t in = tidegate_host_tensor(data.data(), kCount, TIDEGATE_FLOAT32);
+      tidegate_tensor_t to = tidegate_host_tensor(out, length, TIDEGATE_FLOAT32);
+      const tidegate_status_t st = tidegate_reduce_scatter(comm, &in, &to, TIDEGATE_SUM);
+      results[rank].assign(out, out + length);
+      for (int64_t i = 0; st == TIDEGATE_OK && i < length; ++i) {
+        if (out[i] != 6.0f * ((offset + i) % 7)) return TIDEGATE_ERR_INTERNAL;  // 1+2+3 = 6
+      }
+      return st;
+    });
+    for (int r = 0; r < kRanks; ++r) {
+      SCOPED_TRACE("rank " + std::to_string(r) + ": " + outcomes[r].message);
+      EXPECT_EQ(outcomes[r].status,
+                shape == kShifted ? TIDEGATE_ERR_INVALID_ARGUMENT : TIDEGATE_OK);
+    }
+  }
+}
+
+// After a timeout the message names the op once (not "allreduce op #0: allreduce op #0 ..."),
+// names the rank it waits for, and the communicator can still be destroyed cleanly: destroy
+// reports its own outcome, not the earlier failure.
+TEST_F(ErrorsStack, TimeoutNamesTheOpOnceAndTheAwaitedRankAndDestroyIsClean) {
+  std::vector<tidegate_status_t> destroyed(3, TIDEGATE_ERR_INTERNAL);
+  std::vector<std::string> messages(3);
+  {
+    ThreadWorld world(3);
+    world.run([&](int rank, tidegate_comm_t comm) {
+      if (rank != 2) {
+        std::vector<float> data(1 << 10, 1.0f);
+        tidegate_tensor_t t = tidegate_host_tensor(data.data(), 1 << 10, TIDEGATE_FLOAT32);
+        tidegate_allreduce(comm, &t, &t, TIDEGATE_SUM);
+        messages[rank] = tidegate_last_error();
+      }
+    });
+    // Rank 2 never posted; the others failed. Each destroys its own communicator now.
+    world.run(
+        [&](int rank, tidegate_comm_t comm) { destroyed[rank] = tidegate_comm_destroy(comm); });
+    world.forget();
+  }
+  for (int r = 0; r < 2; ++r) {
+    SCOPED_TRACE("rank " + std::to_string(r) + ": " + messages[r]);
+    const std::string& m = messages[r];
+    const size_t first = m.find("allreduce op #0");
+    ASSERT_NE(first, std::string::npos);
+    EXPECT_EQ(m.find("allreduce op #0", first + 1), std::string::npos) << "the op is named twice";
+    EXPECT_NE(m.find("waiting for rank"), std::string::npos);
+    EXPECT_EQ(destroyed[r], TIDEGATE_OK);
+  }
+  EXPECT_EQ(destroyed[2], TIDEGATE_OK);
+}
+
+// A count far beyond any memory on a small buffer is refused at once, not run.
+TEST_F(ErrorsStack, ImpossibleCountIsRefusedAndTheCommunicatorStaysHealthy) {
+  auto outcomes = run(2, [](int, tidegate_comm_t comm) -> tidegate_status_t {
+    float data[4] = {1, 2, 3, 4};
+    for (int64_t count : {int64_t{1} << 56, int64_t{1} << 46}) {
+      for (tidegate_dtype_t dtype : {TIDEGATE_FLOAT64, TIDEGATE_UINT8}) {
+        tidegate_tensor_t huge = tidegate_host_tensor(data, count, dtype);
+        if (dtype == TIDEGATE_UINT8 && count == int64_t{1} << 46) continue;  // 64 TiB: plausible
+        if (tidegate_allreduce(comm, &huge, &huge, TIDEGATE_SUM) != TIDEGATE_ERR_INVALID_ARGUMENT)
+          return TIDEGATE_ERR_INTERNAL;
+        if (tidegate_broadcast(comm, &huge, 0) != TIDEGATE_ERR_INVALID_ARGUMENT)
+          return TIDEGATE_ERR_INTERNAL;
+      }
+    }
+    tidegate_tensor_t good = tidegate_host_tensor(data, 4, TIDEGATE_FLOAT32);
+    const tidegate_status_t st = tidegate_allreduce(comm, &good, &good, TIDEGATE_SUM);
+    if (st != TIDEGATE_OK) return st;
+    return data[3] == 8.0f ? TIDEGATE_OK : TIDEGATE_ERR_INTERNAL;
+  });
+  for (int r = 0; r < 2; ++r) {
+    EXPECT_EQ(outcomes[r].status, TIDEGATE_OK) << outcomes[r].message;
+    EXPECT_LT(outcomes[r].seconds, kTimeoutMs / 1000.0);
+  }
+}
+
 TEST_F(ErrorsStack, PeerThatNeverPostsEndsInTimeoutWithinTheDeadline) {
   auto outcomes = run(3, [](int rank, tidegate_comm_t comm) -> tidegate_status_t {
     if (rank == 2) return TIDEGATE_OK;  // never posts

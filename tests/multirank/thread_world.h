@@ -23,6 +23,9 @@ class ThreadWorld {
   int size() const { return static_cast<int>(comms_.size()); }
   tidegate_comm_t comm(int rank) const { return comms_[rank]; }
 
+  // The caller destroyed every communicator itself: the destructor leaves them alone.
+  void forget() { comms_.assign(comms_.size(), nullptr); }
+
   // Runs body(rank, comm) on one thread per rank and joins them all.
   void run(const std::function<void(int rank, tidegate_comm_t comm)>& body) const;
 

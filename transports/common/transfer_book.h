@@ -14,6 +14,7 @@
 // Not thread-safe: the transport calls it under its own lock.
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <cstddef>
 #include <cstdint>
@@ -22,6 +23,7 @@
 #include <string>
 #include <unordered_map>
 #include <utility>
+#include <vector>
 
 #include "base/status.h"
 #include "base/transport.h"
@@ -141,6 +143,18 @@ class TransferBook {
     for (const auto& entry : ops_) {
       if (!entry.second.done) visit(entry.second);
     }
+  }
+
+  // The peers of the pending receives (Transport::awaited_peers), ascending, without
+  // `my_rank` (a native collective's own entry).
+  std::vector<int> awaited_peers(int my_rank) const {
+    std::vector<int> peers;
+    for_each_pending([&](const Op& op) {
+      if (!op.is_send && op.peer != my_rank) peers.push_back(op.peer);
+    });
+    std::sort(peers.begin(), peers.end());
+    peers.erase(std::unique(peers.begin(), peers.end()), peers.end());
+    return peers;
   }
 
   size_t pending() const {

@@ -86,15 +86,19 @@ bool MpiTransport::drain(Deadline deadline) {
   while (true) {
     bool done = all_done(requests_);
     done &= all_done(abort_sends_);
-    if (abort_recv_ != MPI_REQUEST_NULL && closed_) {
-      int flag = 0;
-      MPI_Test(&abort_recv_, &flag, MPI_STATUS_IGNORE);
-      done &= flag != 0;
+    done &= all_done(ping_sends_);
+    for (MPI_Request* persistent : {&abort_recv_, &ping_recv_}) {
+      if (*persistent != MPI_REQUEST_NULL && closed_) {
+        int flag = 0;
+        MPI_Test(persistent, &flag, MPI_STATUS_IGNORE);
+        done &= flag != 0;
+      }
     }
     if (done) {
       requests_.clear();
       slots_.clear();
       abort_sends_.clear();
+      ping_sends_.clear();
       return true;
     }
     if (deadline.passed()) return false;
@@ -111,6 +115,7 @@ void MpiTransport::release(Deadline deadline) {
   MPI_Finalized(&finalized);
   if (finalized) return;  // MPI may no longer be called; its resources are gone anyway
   if (abort_recv_ != MPI_REQUEST_NULL) MPI_Cancel(&abort_recv_);
+  if (ping_recv_ != MPI_REQUEST_NULL) MPI_Cancel(&ping_recv_);
   if (!drain(deadline)) {
     auto free_all = [](std::vector<MPI_Request>& requests) {
       for (MPI_Request& r : requests) {
@@ -128,8 +133,10 @@ void MpiTransport::release(Deadline deadline) {
     }
     requests_.clear();
     free_all(abort_sends_);
+    free_all(ping_sends_);
     slots_.clear();
     if (abort_recv_ != MPI_REQUEST_NULL) MPI_Request_free(&abort_recv_);
+    if (ping_recv_ != MPI_REQUEST_NULL) MPI_Request_free(&ping_recv_);
   }
   // A failed transport keeps its communicators: a failure leaves messages no receive will ever
   // match (the payload behind a mismatching header, sends to a rank that stopped receiving),

@@ -85,10 +85,21 @@ Status MpiTransport::create(const TransportContext& context, const MpiTransportO
     if (coll_comm != MPI_COMM_NULL) MPI_Comm_free(&coll_comm);
     return st;
   }
+  // Native reductions are offered only where MPI computes what tidegate's algorithms compute
+  // (mpi_semantics.h), as every rank measured it.
+  ReductionSet reductions = 0;
+  st = agree_on_reductions(coll_comm, measure_agreeing_reductions(), &reductions);
+  if (!st.is_ok()) {
+    MPI_Comm_free(&comm);
+    MPI_Comm_free(&coll_comm);
+    return st;
+  }
   std::unique_ptr<MpiTransport> transport(new MpiTransport(context, options, comm, coll_comm));
+  transport->agreeing_reductions_ = reductions;
   {
     std::lock_guard<std::mutex> lock(transport->mutex_);
     TG_RETURN_IF_ERROR(transport->post_abort_receive());
+    TG_RETURN_IF_ERROR(transport->post_ping_receive());
   }
   *out = std::move(transport);
   return Status::ok();
@@ -100,10 +111,13 @@ MpiTransport::MpiTransport(const TransportContext& context, const MpiTransportOp
       size_(context.size),
       chunk_bytes_(options.chunk_bytes),
       native_max_elements_(options.native_max_elements),
-      max_channel_((tag_upper_bound(comm) - 2) / 2),
+      // Channel c uses tags 1 + 2c and 2 + 2c, below the ping tag (MPI_TAG_UB).
+      max_channel_((tag_upper_bound(comm) - 3) / 2),
       who_("rank " + std::to_string(context.rank)),
       comm_(comm),
-      coll_comm_(coll_comm) {}
+      coll_comm_(coll_comm),
+      ping_tag_(tag_upper_bound(comm)),
+      last_heard_(static_cast<size_t>(context.size)) {}
 
 TransportCapabilities MpiTransport::capabilities() const {
   TransportCapabilities caps;
@@ -217,6 +231,9 @@ void MpiTransport::finish_header(Op& op) {
 }
 
 void MpiTransport::on_complete(const Slot& slot, const MPI_Status& status, bool status_has_error) {
+  if (slot.is_recv && status.MPI_SOURCE >= 0 && status.MPI_SOURCE < size_) {
+    last_heard_[static_cast<size_t>(status.MPI_SOURCE)] = Clock::now();
+  }
   if (slot.handle == 0) return;  // drained after a failure
   Op* pending = book_.find_pending(slot.handle);
   if (pending == nullptr) return;
@@ -261,6 +278,7 @@ void MpiTransport::compact_requests() {
 
 Status MpiTransport::poll_once(bool* moved) {
   *moved = check_abort_receive();
+  check_ping_receive();
   if (!requests_.empty()) {
     const int n = static_cast<int>(requests_.size());
     std::vector<int> indices(requests_.size());
@@ -307,6 +325,53 @@ Status MpiTransport::progress(Milliseconds max_wait, bool* activity) {
 }
 
 void MpiTransport::wake() { woken_.store(true); }
+
+Status MpiTransport::post_ping_receive() {
+  return check_mpi(MPI_Irecv(&ping_in_, 0, MPI_BYTE, MPI_ANY_SOURCE, ping_tag_, comm_, &ping_recv_),
+                   "MPI_Irecv (ping tag)");
+}
+
+void MpiTransport::check_ping_receive() {
+  if (ping_recv_ == MPI_REQUEST_NULL || !failed_.is_ok() || closed_) return;
+  int flag = 0;
+  MPI_Status status;
+  if (MPI_Test(&ping_recv_, &flag, &status) != MPI_SUCCESS || !flag) return;
+  if (status.MPI_SOURCE >= 0 && status.MPI_SOURCE < size_) {
+    last_heard_[static_cast<size_t>(status.MPI_SOURCE)] = Clock::now();
+  }
+  if (!post_ping_receive().is_ok()) ping_recv_ = MPI_REQUEST_NULL;
+  if (Clock::now() - last_ping_sent_ >= Milliseconds(kLivenessAnswerMs)) ping_peers();
+}
+
+void MpiTransport::ping_peers() {
+  if (!failed_.is_ok() || closed_) return;
+  last_ping_sent_ = Clock::now();
+  // Finished pings are forgotten; a peer that stopped receiving keeps its few unfinished ones.
+  ping_sends_.erase(std::remove_if(ping_sends_.begin(), ping_sends_.end(),
+                                   [](MPI_Request& r) {
+                                     int done = 0;
+                                     MPI_Test(&r, &done, MPI_STATUS_IGNORE);
+                                     return done != 0;
+                                   }),
+                    ping_sends_.end());
+  for (int peer = 0; peer < size_; ++peer) {
+    MPI_Request request = MPI_REQUEST_NULL;
+    if (peer != rank_ &&
+        MPI_Isend(nullptr, 0, MPI_BYTE, peer, ping_tag_, comm_, &request) == MPI_SUCCESS) {
+      ping_sends_.push_back(request);
+    }
+  }
+}
+
+void MpiTransport::send_liveness() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  ping_peers();
+}
+
+Clock::time_point MpiTransport::last_heard(int peer) const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return peer >= 0 && peer < size_ ? last_heard_[static_cast<size_t>(peer)] : Clock::time_point();
+}
 
 }  // namespace mpi
 

@@ -19,6 +19,7 @@
 //    paired) and tells every peer.
 //  - Tag 0 carries abort messages (status code + text). Every rank keeps one receive for it
 //    posted from MPI_ANY_SOURCE, so a peer's abort() reaches this rank's pending transfers.
+//    The highest tag (MPI_TAG_UB) carries empty liveness pings, received the same way.
 //
 // Threading: needs MPI_THREAD_MULTIPLE (checked at creation; UNSUPPORTED otherwise). The
 // transport's own MPI calls are serialised by its mutex, so they come from one thread at a
@@ -53,6 +54,7 @@
 #include "base/transport.h"
 #include "transports/common/abort_message.h"
 #include "transports/common/transfer_book.h"
+#include "transports/mpi/mpi_semantics.h"
 
 namespace tidegate {
 
@@ -64,6 +66,8 @@ namespace mpi {
 inline constexpr size_t kDefaultChunkBytes = size_t{1} << 30;
 inline constexpr int kAbortTag = 0;
 inline constexpr int kMaxNapUs = 200;
+// A rank answers liveness pings at most this often.
+inline constexpr int64_t kLivenessAnswerMs = 500;
 // Most elements one MPI collective call takes: MPI-3 counts are `int`.
 inline constexpr int64_t kMaxNativeElements = 2147483647;
 
@@ -94,6 +98,13 @@ class MpiTransport final : public Transport {
   Status test(Handle handle, bool* done, size_t* payload_bytes) override;
   Status progress(Milliseconds max_wait, bool* activity) override;
   void wake() override;
+  bool tracks_liveness() const override { return true; }
+  void send_liveness() override;
+  Clock::time_point last_heard(int peer) const override;
+  std::vector<int> awaited_peers() const override {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return book_.awaited_peers(rank_);
+  }
   void abort(const Status& reason) override;
   Status close(Deadline deadline) override;
   bool supports_native(NativeCollective kind, tidegate_dtype_t dtype, tidegate_reduce_op_t op,
@@ -154,6 +165,12 @@ class MpiTransport final : public Transport {
   void send_abort_messages(const Status& status);
   Status post_abort_receive();
   bool check_abort_receive();
+  // Liveness (Transport::send_liveness): empty messages on the ping tag, one receive always
+  // posted for them from any rank, like the abort receive; a ping is answered at most every
+  // kLivenessAnswerMs. Pings count as no progress of any transfer.
+  Status post_ping_receive();
+  void check_ping_receive();
+  void ping_peers();
   // Tests every outstanding request until all completed or `deadline`; true when all did.
   bool drain(Deadline deadline);
   void release(Deadline deadline);
@@ -166,6 +183,8 @@ class MpiTransport final : public Transport {
   const std::string who_;  // "rank 3", for messages
   MPI_Comm comm_;          // point-to-point messages
   MPI_Comm coll_comm_;     // native collectives and their header exchange
+  // The reductions MPI computes as tidegate does, agreed by every rank (supports_native).
+  ReductionSet agreeing_reductions_ = 0;
 
   mutable std::mutex mutex_;  // guards everything below and serialises our MPI calls
   TransferBook<Op> book_;     // the transfers and native ops, and receives waiting for headers
@@ -180,6 +199,12 @@ class MpiTransport final : public Transport {
   std::array<char, kAbortMessageBytes> abort_in_{};
   std::string abort_out_;  // the abort message this rank sent; MPI reads it until sent
   std::vector<MPI_Request> abort_sends_;
+  int ping_tag_ = 0;  // above every channel's tags
+  MPI_Request ping_recv_ = MPI_REQUEST_NULL;
+  char ping_in_ = 0;
+  std::vector<MPI_Request> ping_sends_;
+  Clock::time_point last_ping_sent_;
+  std::vector<Clock::time_point> last_heard_;  // per peer: when a message last arrived
   std::atomic<bool> woken_{false};
 };
 

@@ -35,6 +35,8 @@ const char* frame_type_name(FrameType type) {
       return "ABORT";
     case FrameType::kBye:
       return "BYE";
+    case FrameType::kPing:
+      return "PING";
   }
   return "?";
 }
@@ -76,7 +78,7 @@ Status decode_frame_header(const unsigned char in[kFrameHeaderBytes], int peer, 
   f.length = get64(p);
   f.total = get64(p);
   if (type < static_cast<uint8_t>(FrameType::kData) ||
-      type > static_cast<uint8_t>(FrameType::kBye)) {
+      type > static_cast<uint8_t>(FrameType::kPing)) {
     return protocol_error(from + " sent a frame of unknown type " + std::to_string(type));
   }
   f.type = static_cast<FrameType>(type);
@@ -96,6 +98,7 @@ Status decode_frame_header(const unsigned char in[kFrameHeaderBytes], int peer, 
       break;
     case FrameType::kRtr:
     case FrameType::kBye:
+    case FrameType::kPing:
       bounded = f.length == 0;
       break;
   }

@@ -48,6 +48,7 @@ enum class FrameType : uint8_t {
   kRtr = 3,    // "my receive for (channel, seq) is posted: send the data"
   kAbort = 4,  // the sender failed with (status code, message); nothing follows
   kBye = 5,    // the sender closes gracefully; nothing follows
+  kPing = 6,   // liveness notice (Transport::send_liveness); nothing follows
 };
 
 struct FrameHeader {

@@ -18,6 +18,8 @@ std::string rank_text(int rank) { return "rank " + std::to_string(rank); }
 Status TcpTransport::on_frame_start(Stream& stream, const FrameHeader& frame,
                                     const WireHeader& wire, PayloadTarget* target, bool* park) {
   Peer& peer = peers_[stream.peer()];
+  ++frames_read_;
+  if (frame.type == FrameType::kPing) ++pings_read_;
   switch (frame.type) {
     case FrameType::kData:
       return start_data(peer, stream.peer(), frame, wire, target, park);
@@ -32,6 +34,7 @@ Status TcpTransport::on_frame_start(Stream& stream, const FrameHeader& frame,
     }
     case FrameType::kRtr:
     case FrameType::kBye:
+    case FrameType::kPing:
       return Status::ok();  // nothing follows their prefix
   }
   return internal_error("unhandled frame type");
@@ -39,7 +42,11 @@ Status TcpTransport::on_frame_start(Stream& stream, const FrameHeader& frame,
 
 Status TcpTransport::on_frame_end(Stream& stream, const FrameHeader& frame, const WireHeader&) {
   Peer& peer = peers_[stream.peer()];
+  peer.last_heard = Clock::now();
   switch (frame.type) {
+    case FrameType::kPing:
+      ping_answer_due_ = true;  // answered after the events: not from inside a receive
+      return Status::ok();
     case FrameType::kData:
       return end_data(peer, frame);
     case FrameType::kRtr:

@@ -61,12 +61,12 @@ Status Stream::flush(FrameSink& sink, bool* moved) {
       if (errno == EAGAIN || errno == EWOULDBLOCK) return Status::ok();
       return peer_failed(std::string("send failed: ") + std::strerror(errno));
     }
-    *moved = true;
     size_t left = static_cast<size_t>(written);
     queued_bytes_ -= left;
     bytes_written_ += left;
     while (left > 0) {
       OutFrame& head = out_.front();
+      if (!head.liveness) *moved = true;
       const size_t unsent = head.total_bytes() - head.sent;
       if (left < unsent) {
         head.sent += left;

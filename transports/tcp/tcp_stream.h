@@ -30,6 +30,7 @@ struct OutFrame {
   std::string owned_payload;      // used when payload is nullptr
   size_t sent = 0;                // bytes of prefix + payload already written
   Transport::Handle send_op = 0;  // credited once the whole frame is written (0 = none)
+  bool liveness = false;          // a PING: writing it is no progress of any transfer
 
   size_t total_bytes() const { return prefix_bytes + payload_bytes; }
   const char* payload_data() const { return payload != nullptr ? payload : owned_payload.data(); }
@@ -72,7 +73,8 @@ class Stream {
   void push_control(OutFrame frame);
   bool has_output() const { return !out_.empty(); }
   size_t queued_bytes() const { return queued_bytes_; }
-  // Writes what the socket accepts now. *moved is set when any byte was written.
+  // Writes what the socket accepts now. *moved is set when any byte of a frame other than a
+  // liveness notice was written.
   Status flush(FrameSink& sink, bool* moved);
   // Blocking flush (poll) until the queue is empty or the deadline passes (TIMEOUT).
   Status flush_until(FrameSink& sink, Deadline deadline);

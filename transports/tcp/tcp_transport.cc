@@ -217,6 +217,7 @@ void TcpTransport::queue_control(int peer, FrameType type, uint32_t channel, uin
   frame.total = total;
   OutFrame out;
   out.prefix_bytes = encode_frame_prefix(frame, wire, out.prefix);
+  out.liveness = type == FrameType::kPing;
   least_loaded_stream(peers_[peer]).push_control(std::move(out));
 }
 
@@ -282,6 +283,41 @@ void TcpTransport::wake() {
   (void)ignored;
 }
 
+std::vector<int> TcpTransport::awaited_peers() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  std::vector<int> peers;
+  for (const auto& [handle, op] : ops_) {
+    if (!op.is_send && !op.done) peers.push_back(op.peer);
+  }
+  std::sort(peers.begin(), peers.end());
+  peers.erase(std::unique(peers.begin(), peers.end()), peers.end());
+  return peers;
+}
+
+void TcpTransport::send_liveness() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  ping_peers();
+}
+
+void TcpTransport::ping_peers() {
+  if (!failed_.is_ok() || closed_) return;
+  last_ping_sent_ = Clock::now();
+  for (int peer = 0; peer < size_; ++peer) {
+    if (peer == rank_ || peers_[peer].closing()) continue;
+    queue_control(peer, FrameType::kPing, 0, 0, nullptr, 0);
+    flush_peer(peer);
+  }
+}
+
+void TcpTransport::answer_liveness() {
+  if (Clock::now() - last_ping_sent_ >= Milliseconds(kLivenessAnswerMs)) ping_peers();
+}
+
+Clock::time_point TcpTransport::last_heard(int peer) const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return peer >= 0 && peer < size_ ? peers_[peer].last_heard : Clock::time_point();
+}
+
 Status TcpTransport::progress(Milliseconds max_wait, bool* activity) {
   std::unique_lock<std::mutex> lock(mutex_);
   *activity = false;
@@ -298,6 +334,10 @@ Status TcpTransport::progress(Milliseconds max_wait, bool* activity) {
     ready = wait_for_events(lock, static_cast<int>(wait_ms));
   }
   settle_suspected_failure();
+  if (ping_answer_due_) {
+    ping_answer_due_ = false;
+    answer_liveness();
+  }
   *activity = activity_;
   activity_ = false;
   return failed_;
@@ -348,13 +388,19 @@ void TcpTransport::service(Stream& stream, bool readable, bool writable) {
     }
   }
   if (readable && failed_.is_ok() && !stream.parked()) {
-    Status received = stream.receive(*this, kReadBudgetBytes, &moved);
+    frames_read_ = pings_read_ = 0;
+    bool read = false;
+    Status received = stream.receive(*this, kReadBudgetBytes, &read);
     if (!received.is_ok()) {
       fail(received, true);
       return;
     }
     if (stream.peer_closed()) handle_stream_closed(stream);
-    if (moved) activity_ = true;
+    // Liveness notices alone are no progress of any transfer (they would keep a stalled
+    // collective from ever reaching its deadline).
+    const bool only_pings =
+        frames_read_ > 0 && frames_read_ == pings_read_ && !stream.mid_receive();
+    if (read && !only_pings) activity_ = true;
     // RTRs just read may have released data onto any of this peer's connections.
     if (failed_.is_ok()) flush_peer(stream.peer());
   }

@@ -54,6 +54,8 @@ inline constexpr size_t kUnexpectedCapBytes = size_t{32} << 20;
 // How long a connection lost without a goodbye waits for another peer's ABORT before it is
 // reported (as the ucx transport does): the ABORT carries the root cause.
 inline constexpr int64_t kAbortGraceMs = 500;
+// A rank answers liveness notices at most this often.
+inline constexpr int64_t kLivenessAnswerMs = 500;
 
 // A snapshot of one peer's connections, for tests and diagnostics.
 struct TcpPeerStats {
@@ -81,6 +83,10 @@ class TcpTransport final : public Transport, private FrameSink {
   Status test(Handle handle, bool* done, size_t* payload_bytes) override;
   Status progress(Milliseconds max_wait, bool* activity) override;
   void wake() override;
+  std::vector<int> awaited_peers() const override;
+  bool tracks_liveness() const override { return true; }
+  void send_liveness() override;
+  Clock::time_point last_heard(int peer) const override;
   void abort(const Status& reason) override;
   Status close(Deadline deadline) override;
 
@@ -125,6 +131,7 @@ class TcpTransport final : public Transport, private FrameSink {
     size_t byes = 0;
     size_t unexpected_bytes = 0;
     size_t stripe_rotor = 0;
+    Clock::time_point last_heard;  // when a frame last arrived from this peer
     // The peer is closing: it sends nothing new and receives nothing more.
     bool closing() const { return byes > 0; }
     // Every connection delivered its BYE: nothing more will arrive from this peer.
@@ -164,6 +171,10 @@ class TcpTransport final : public Transport, private FrameSink {
   void copy_unexpected(Peer& peer, Channel& ch, std::map<uint64_t, Unexpected>::iterator message,
                        Op& op);
   void resume_parked(int peer);
+  // Sends PING frames to every peer still open (mutex held); answer_liveness() does so only
+  // when none went out in the last kLivenessAnswerMs.
+  void ping_peers();
+  void answer_liveness();
 
   // ---- tcp_shutdown.cc: failure, abort and close
   // Fails the transport with `status` (the first failure wins) and every pending transfer;
@@ -199,6 +210,10 @@ class TcpTransport final : public Transport, private FrameSink {
   bool abort_sent_ = false;
   bool closed_ = false;
   bool activity_ = false;
+  Clock::time_point last_ping_sent_;
+  bool ping_answer_due_ = false;  // a PING arrived: answer once the events are handled
+  size_t frames_read_ = 0;        // frames started in the current receive() (service())
+  size_t pings_read_ = 0;
 };
 
 }  // namespace tcp

@@ -115,10 +115,15 @@ Status UcxTransport::init(const TransportContext& context) {
   eps_.assign(static_cast<size_t>(size_), nullptr);
   ep_args_.resize(static_cast<size_t>(size_));
   peer_errors_.assign(static_cast<size_t>(size_), Status::ok());
+  last_heard_.assign(static_cast<size_t>(size_), Clock::time_point());
   for (int peer = 0; peer < size_; ++peer) {
     if (peer == rank_) continue;
     std::string text;
-    TG_RETURN_IF_ERROR(context.store->get("ucx/" + std::to_string(peer), context.deadline, &text));
+    Status got = context.store->get("ucx/" + std::to_string(peer), context.deadline, &text);
+    if (!got.is_ok()) {
+      return std::move(got).with_context(who_ + " waiting for rank " + std::to_string(peer) +
+                                         " to publish its UCX address (is it running?): ");
+    }
     if (text.rfind("no ", 0) == 0) {
       return unsupported("the ucx transport is unavailable: rank " + std::to_string(peer) +
                          " cannot start it: " + text.substr(3));
@@ -142,8 +147,10 @@ Status UcxTransport::init(const TransportContext& context) {
                          ": " + ucs_status_string(s));
     }
   }
-  // The standing receive for peers' abort messages (any sender: mask on the kind only).
-  return post(0, Kind::kAbort, 0, 0, abort_in_.data(), abort_in_.size(), true);
+  // The standing receives for peers' abort messages and liveness pings (any sender: mask on
+  // the kind only).
+  TG_RETURN_IF_ERROR(post(0, Kind::kAbort, 0, 0, abort_in_.data(), abort_in_.size(), true));
+  return post(0, Kind::kPing, 0, 0, &ping_in_, sizeof ping_in_, true);
 }
 
 Status UcxTransport::query_memory_types() {

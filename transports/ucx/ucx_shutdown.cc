@@ -42,7 +42,7 @@ void UcxTransport::fail(const Status& status, bool tell_peers) {
   // into the user's buffers (sends are left to finish or fail).
   for (auto& entry : parts_) {
     Part& part = *entry.second;
-    if (part.is_recv && part.kind != Kind::kAbort && !part.fired)
+    if (part.is_recv && part.kind != Kind::kAbort && part.kind != Kind::kPing && !part.fired)
       ucp_request_cancel(worker_, part.request);
   }
   drain(Deadline::after_ms(kFailDrainMs));
@@ -54,8 +54,8 @@ bool UcxTransport::drain(Deadline deadline) {
     while (ucp_worker_progress(worker_) != 0) {
     }
     reap();
-    // The standing abort receive is outstanding until release() cancels it.
-    const size_t standing = closed_ ? 0 : 1;
+    // The standing receives are outstanding until release() cancels them.
+    const size_t standing = closed_ ? 0 : standing_receives();
     if (parts_.size() <= standing) return true;
     if (deadline.passed()) return false;
   }

@@ -17,6 +17,8 @@ namespace {
 // our side may see the closed connection first (UCX reports it on another path than the
 // message), and would then report "connection lost" instead of the error that started it.
 constexpr int64_t kAbortGraceMs = 500;
+// A rank answers liveness pings at most this often.
+constexpr int64_t kLivenessAnswerMs = 500;
 
 constexpr ucp_tag_t kKindMask = ucp_tag_t{3} << 62;
 constexpr ucp_tag_t kFullMask = ~ucp_tag_t{0};
@@ -64,7 +66,7 @@ Status UcxTransport::post(Handle handle, Kind kind, int peer, uint32_t channel, 
   void* request = nullptr;
   if (is_recv) {
     param.cb.recv = &UcxTransport::on_recv;
-    const bool any = kind == Kind::kAbort;
+    const bool any = kind == Kind::kAbort || kind == Kind::kPing;
     request = ucp_tag_recv_nbx(worker_, buffer, bytes,
                                make_tag(static_cast<uint8_t>(kind), channel, any ? 0 : peer),
                                any ? kKindMask : kFullMask, &param);
@@ -172,9 +174,14 @@ void UcxTransport::on_complete(Part& part) {
     if (part.is_recv && part.status == UCS_OK) on_abort_message(part);
     return;
   }
+  if (part.kind == Kind::kPing) {
+    if (part.is_recv && part.status == UCS_OK) on_ping(part);
+    return;
+  }
   Op* pending = book_.find_pending(part.handle);
   if (pending == nullptr) return;  // failed meanwhile; the request is drained
   Op& op = *pending;
+  if (part.is_recv) last_heard_[static_cast<size_t>(op.peer)] = Clock::now();
   Status st;
   if (part.status != UCS_OK) {
     suspect_peer_failure(
@@ -197,9 +204,12 @@ void UcxTransport::on_complete(Part& part) {
 }
 
 bool UcxTransport::poll_once() {
-  bool moved = false;
-  while (ucp_worker_progress(worker_) != 0) moved = true;
-  moved |= reap();
+  bool progressed = false;
+  ping_arrived_ = false;
+  while (ucp_worker_progress(worker_) != 0) progressed = true;
+  const bool completed = reap();
+  // The worker's progress alone says nothing when it was (perhaps only) a ping's.
+  bool moved = completed || (progressed && !ping_arrived_);
   if (!moved) check_dead_peers();
   return moved;
 }
@@ -210,7 +220,6 @@ bool UcxTransport::reap() {
   // may fail the transport, which drains (and reaps) from inside this loop: each part leaves
   // parts_ before it is handled so a nested drain does not wait for it.
   while (!completed_.empty()) {
-    any = true;
     std::vector<Part*> batch;
     batch.swap(completed_);
     for (Part* part : batch) {
@@ -221,6 +230,7 @@ bool UcxTransport::reap() {
         parts_.erase(it);
       }
       if (part->request != nullptr) ucp_request_free(part->request);
+      if (part->kind != Kind::kPing) any = true;
       on_complete(*part);
     }
   }
@@ -284,6 +294,44 @@ Status UcxTransport::progress(Milliseconds max_wait, bool* activity) {
     ::ppoll(&fd, 1, &timeout, nullptr);
     lock.lock();
   }
+}
+
+void UcxTransport::on_ping(const Part& part) {
+  ping_arrived_ = true;
+  const auto sender = static_cast<size_t>(part.sender_tag & 0xffffffffu);
+  if (sender < last_heard_.size()) last_heard_[sender] = Clock::now();
+  if (!failed_.is_ok() || closed_) return;
+  if (!post(0, Kind::kPing, 0, 0, &ping_in_, sizeof ping_in_, true).is_ok()) return;
+  if (Clock::now() - last_ping_sent_ >= Milliseconds(kLivenessAnswerMs)) ping_peers();
+}
+
+void UcxTransport::ping_peers() {
+  if (!failed_.is_ok() || closed_) return;
+  last_ping_sent_ = Clock::now();
+  for (int peer = 0; peer < size_; ++peer) {
+    if (peer == rank_ || !peer_errors_[static_cast<size_t>(peer)].is_ok()) continue;
+    (void)post(0, Kind::kPing, peer, 0, &ping_out_, 0, false);  // best effort
+  }
+}
+
+void UcxTransport::send_liveness() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  ping_peers();
+}
+
+Clock::time_point UcxTransport::last_heard(int peer) const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return peer >= 0 && peer < size_ ? last_heard_[static_cast<size_t>(peer)] : Clock::time_point();
+}
+
+size_t UcxTransport::standing_receives() const {
+  size_t standing = 0;
+  for (const auto& entry : parts_) {
+    const Part& part = *entry.second;
+    const bool kind = part.kind == Kind::kAbort || part.kind == Kind::kPing;
+    standing += kind && part.is_recv && !part.fired ? 1 : 0;
+  }
+  return standing;
 }
 
 void UcxTransport::wake() {

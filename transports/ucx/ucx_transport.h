@@ -13,7 +13,7 @@
 //
 // How a message travels: a 64-byte encoded WireHeader, then (when not empty) the payload
 // straight from / into the user's buffer, as two tagged messages. The 64-bit tag packs
-//   [63:62] kind (header / payload / abort)   [61:32] channel   [31:0] sender rank
+//   [63:62] kind (header / payload / abort / ping)   [61:32] channel   [31:0] sender rank
 // and data receives match it with a full mask. UCX matches messages of one sender and tag in
 // order, so the k-th header and k-th payload of a (peer, channel) pair with the k-th irecv as
 // long as payload receives are posted in irecv order, which a per-(peer, channel) queue keeps.
@@ -24,6 +24,7 @@
 //
 // Abort: kind "abort" carries a status code and text. Every rank keeps one receive posted for
 // it from any sender (mask on the kind bits only), so a peer's abort() reaches this rank.
+// Kind "ping" carries empty liveness notices, received the same way.
 //
 // Threading: the worker is created UCS_THREAD_MODE_SERIALIZED and every UCX call except
 // ucp_worker_signal() is made under mutex_. Almost all calls come from the progress thread; the
@@ -86,11 +87,18 @@ class UcxTransport final : public Transport {
   Status test(Handle handle, bool* done, size_t* payload_bytes) override;
   Status progress(Milliseconds max_wait, bool* activity) override;
   void wake() override;
+  bool tracks_liveness() const override { return true; }
+  void send_liveness() override;
+  Clock::time_point last_heard(int peer) const override;
+  std::vector<int> awaited_peers() const override {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return book_.awaited_peers(rank_);
+  }
   void abort(const Status& reason) override;
   Status close(Deadline deadline) override;
 
  private:
-  enum class Kind : uint8_t { kHeader = 0, kPayload = 1, kAbort = 2 };
+  enum class Kind : uint8_t { kHeader = 0, kPayload = 1, kAbort = 2, kPing = 3 };
   using Op = Transfer;
   // One UCX request; its address is the request's user_data, so it lives until the callback
   // fired (or the worker is gone).
@@ -143,6 +151,10 @@ class UcxTransport final : public Transport {
   void fail(const Status& status, bool tell_peers);
   void send_abort_messages(const Status& status);
   void on_abort_message(const Part& part);
+  void on_ping(const Part& part);
+  void ping_peers();
+  // Standing receives (abort, ping) still outstanding: drain() does not wait for them.
+  size_t standing_receives() const;
   // Progresses until every outstanding request completed or `deadline`; true when all did.
   bool drain(Deadline deadline);
   Status release(Deadline deadline, bool force);
@@ -169,6 +181,14 @@ class UcxTransport final : public Transport {
   bool abort_sent_ = false;
   std::array<char, kAbortMessageBytes> abort_in_{};
   std::string abort_out_;  // the abort message this rank sent; UCX reads it until sent
+  // Liveness (Transport::send_liveness): kind "ping", empty messages, one receive standing.
+  // A poll in which a ping arrived does not count the worker's progress as activity (only
+  // completed transfers then do), so pings never hold off a stalled collective's deadline.
+  char ping_in_ = 0;
+  char ping_out_ = 0;
+  bool ping_arrived_ = false;
+  Clock::time_point last_ping_sent_;
+  std::vector<Clock::time_point> last_heard_;
   std::atomic<bool> woken_{false};
 };
 

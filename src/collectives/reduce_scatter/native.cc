@@ -9,11 +9,13 @@
 //     own collective, and correct for every N (the uneven case is what the ring is for).
 // The header carries the reduce_scatter's identity (input count N) either way, so ranks that
 // disagree on N fail the header check before any data moves.
+#include <algorithm>
 #include <cstring>
 #include <memory>
 
 #include "collectives/algorithms.h"
 #include "collectives/native_task.h"
+#include "collectives/task_kit.h"
 
 namespace tidegate {
 
@@ -49,9 +51,20 @@ Status make_reduce_scatter_native(const TaskContext& context, const CollectiveAr
     TG_RETURN_IF_ERROR(check_native_supported(context, NativeCollective::kAllreduce, args));
     return make_uneven(context, args, offset, length, task);
   }
-  // input == output (same start) is passed through: the transport makes it an in-place call.
-  *task =
-      make_native_task(context, args, native_args(NativeCollective::kReduceScatter, args, length));
+  NativeCollectiveArgs native = native_args(NativeCollective::kReduceScatter, args, length);
+  if (!output_overlaps_input(args)) {
+    *task = make_native_task(context, args, native);
+    return Status::ok();
+  }
+  // An output inside the input (at its start, or this rank's own block): the transports' own
+  // in-place forms differ (MPI_IN_PLACE takes the first, NCCL the second), so the result goes
+  // to a scratch block and is copied out, which is right for every shape and transport.
+  const size_t bytes = args.output.bytes();
+  auto scratch = std::make_shared_for_overwrite<char[]>(std::max<size_t>(bytes, 1));
+  native.output = scratch.get();
+  char* output = args.output.byte_data();
+  *task = make_native_task(context, args, native,
+                           [scratch, output, bytes] { std::memcpy(output, scratch.get(), bytes); });
   return Status::ok();
 }
 

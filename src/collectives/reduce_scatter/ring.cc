@@ -15,6 +15,8 @@
 // waits for a send of this rank with a higher message index, so waits cannot form a cycle.
 #include "collectives/reduce_scatter/ring.h"
 
+#include <algorithm>
+#include <cstring>
 #include <deque>
 #include <vector>
 
@@ -222,7 +224,23 @@ Status make_reduce_scatter_ring(const TaskContext& context, const CollectiveArgs
   TG_CHECK_ARG(args.output.count == plan.layout.block_length[static_cast<size_t>(context.rank)],
                "reduce_scatter: output count must equal this rank's block length "
                "(tidegate_block_range)");
-  *task = make_reduce_scatter_ring_task(context, op_identity(context, args), plan);
+  // The ring reads this rank's own input block only in its last step, element by element into
+  // the same element of the result, so an output that is exactly that block works in place.
+  // Any other overlap (the output at the input's start, MPI_IN_PLACE's shape) would overwrite
+  // input that is still to be sent: the result goes to a scratch block and is copied out.
+  const char* own_block =
+      args.input.byte_data() + plan.layout.block_offset[static_cast<size_t>(context.rank)] *
+                                   static_cast<int64_t>(args.input.element_size());
+  if (!output_overlaps_input(args) || args.output.data == own_block) {
+    *task = make_reduce_scatter_ring_task(context, op_identity(context, args), plan);
+    return Status::ok();
+  }
+  const size_t bytes = args.output.bytes();
+  auto scratch = std::make_shared_for_overwrite<char[]>(std::max<size_t>(bytes, 1));
+  plan.own_output = scratch.get();
+  void* output = args.output.data;
+  *task = with_epilogue(make_reduce_scatter_ring_task(context, op_identity(context, args), plan),
+                        [scratch, output, bytes] { std::memcpy(output, scratch.get(), bytes); });
   return Status::ok();
 }
 
