@@ -114,7 +114,7 @@ Status check_wire_header(const WireHeader& expected, const WireHeader& received,
                           std::to_string(received.comm_id));
   }
   if (received.sender_rank != static_cast<uint32_t>(peer)) {
-    return protocol_error("message on the connection to " + them + " claims sender rank " +
+    return protocol_error("message from " + them + " to " + me + " claims sender rank " +
                           std::to_string(received.sender_rank));
   }
 

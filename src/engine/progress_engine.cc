@@ -139,7 +139,10 @@ Status ProgressEngine::failure() const {
 
 void ProgressEngine::fail_and_tell_peers(const Status& given) {
   // A failure found right after this process itself did not run for a while (SIGSTOP, a
-  // debugger) is its peers' verdict on it: say so, rather than relay their timeout as ours.
+  // debugger) is its peers' verdict on it: say so, rather than relay their timeout as ours. The
+  // stall may have hit in the middle of a pass (a send that found the peers' abort), so it is
+  // looked for here too.
+  observe_running(kMaxBlock);
   Status reason = given;
   const bool just_stalled =
       Clock::now() - self_stall_seen_at_ < Milliseconds(kPeerVerdictWaitMs) + kSelfStallGap;
@@ -411,6 +414,7 @@ bool ProgressEngine::any_local_work() const {
 }
 
 Status ProgressEngine::check_deadlines(Clock::time_point now) {
+  observe_running(kMaxBlock);
   const Milliseconds timeout(context_.config->timeout_ms());
   for (ActiveOp& op : active_) {
     OpPhase* phase = op.phase();
@@ -556,15 +560,22 @@ Status ProgressEngine::wait_on_wire(bool poll_only) {
 }
 
 Status ProgressEngine::progress_transport(Transport* transport, Milliseconds wait, bool* activity) {
-  const Clock::time_point before = Clock::now();
+  observe_running(kMaxBlock);
   Status st = transport->progress(wait, activity);
-  // A wait that lasted far beyond what it may block means this process did not run.
-  const Clock::duration took = Clock::now() - before;
-  if (took > wait + kSelfStallGap) {
-    self_stall_ = took - wait;
-    self_stall_seen_at_ = Clock::now();
-  }
+  observe_running(wait);
   return st;
+}
+
+void ProgressEngine::observe_running(Milliseconds allowed) {
+  // Between two observations the thread did bounded work or blocked for at most `allowed`: a
+  // much longer gap means this process did not run.
+  const Clock::time_point now = Clock::now();
+  const Clock::duration gap = now - last_observed_;
+  if (last_observed_ != Clock::time_point() && gap > allowed + kSelfStallGap) {
+    self_stall_ = gap - allowed;
+    self_stall_seen_at_ = now;
+  }
+  last_observed_ = now;
 }
 
 Status ProgressEngine::progress_idle() {
@@ -580,15 +591,8 @@ Status ProgressEngine::progress_idle() {
 }
 
 void ProgressEngine::run() {
-  Clock::time_point last_pass = Clock::now();
   while (true) {
-    // Every pass blocks for at most kMaxBlock: a much longer gap means this thread did not run.
-    const Clock::time_point pass = Clock::now();
-    if (pass - last_pass > kSelfStallGap) {
-      self_stall_ = pass - last_pass;
-      self_stall_seen_at_ = pass;
-    }
-    last_pass = pass;
+    observe_running(kMaxBlock);  // every pass blocks for at most kMaxBlock
     Status abort_reason;
     {
       std::lock_guard<std::mutex> lock(mutex_);

@@ -118,6 +118,9 @@ class ProgressEngine {
   // transport->progress(wait), noting when the call took far longer than it may block (this
   // process was stopped meanwhile: see self_stall_).
   Status progress_transport(Transport* transport, Milliseconds wait, bool* activity);
+  // Notes the time; a gap since the last note longer than `allowed` (what the thread may have
+  // blocked for) plus kSelfStallGap means this process did not run: recorded in self_stall_.
+  void observe_running(Milliseconds allowed);
   size_t transport_index(const Transport* transport) const;
 
   TaskContext context_;                 // the template of every phase's context
@@ -141,6 +144,7 @@ class ProgressEngine {
   Clock::time_point self_stall_seen_at_;
   Clock::duration self_stall_{};
   Clock::time_point last_liveness_sent_;
+  Clock::time_point last_observed_;
 
   std::thread thread_;
 };

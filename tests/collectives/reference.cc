@@ -36,10 +36,10 @@ T float_op(T a, T b, tidegate_reduce_op_t op) {
       return std::isnan(b) ? quiet(b) : a + b;
     case TIDEGATE_PROD:
       return std::isnan(b) ? quiet(b) : a * b;
-    case TIDEGATE_MIN:
-      return std::isnan(b) ? b : (b < a ? b : a);
+    case TIDEGATE_MIN:  // -0 below +0
+      return std::isnan(b) ? b : (b < a || (b == a && std::signbit(b)) ? b : a);
     case TIDEGATE_MAX:
-      return std::isnan(b) ? b : (b > a ? b : a);
+      return std::isnan(b) ? b : (b > a || (b == a && !std::signbit(b)) ? b : a);
   }
   return a;
 }
@@ -68,7 +68,8 @@ uint16_t narrow_op(uint16_t a, uint16_t b, tidegate_reduce_op_t op) {
   if (op == TIDEGATE_MIN || op == TIDEGATE_MAX) {
     if (std::isnan(fa)) return a;
     if (std::isnan(fb)) return b;
-    const bool b_wins = op == TIDEGATE_MIN ? fb < fa : fb > fa;
+    const bool tie = fb == fa && std::signbit(fb) == (op == TIDEGATE_MIN);  // -0 below +0
+    const bool b_wins = tie || (op == TIDEGATE_MIN ? fb < fa : fb > fa);
     return b_wins ? b : a;
   }
   return Narrow(float_op(fa, fb, op));

@@ -9,10 +9,12 @@
 //   --scenario float16    a float16 allreduce: UNSUPPORTED naming the transport and dtype
 #include <mpi.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "creation_outcome.h"
@@ -49,6 +51,19 @@ std::string describe(const char* collective, int64_t count, tidegate_dtype_t dty
          std::to_string(dtype) + " op " + std::to_string(op);
 }
 
+constexpr int kRefused = -1;
+
+// The mpi transport offers a native reduction only where MPI computes what tidegate's own
+// algorithms do (mpi_semantics.h); forcing "native" elsewhere fails the op, and the
+// communicator, with UNSUPPORTED on every rank. Anything else is a failure.
+int refused_or_failed(const Rank& r, tidegate_status_t st, const std::string& what) {
+  const std::string message = tidegate_last_error();
+  if (st == TIDEGATE_ERR_UNSUPPORTED && message.find("native") != std::string::npos) {
+    return kRefused;
+  }
+  return fail(r, what + ": " + message);
+}
+
 // Bitwise identity: every rank's bytes must hash the same (gathered with plain MPI, so the
 // check does not depend on the code under test).
 bool identical_everywhere(const std::vector<unsigned char>& bytes) {
@@ -77,8 +92,8 @@ int check_allreduce(const Rank& r, int64_t count, tidegate_dtype_t dtype, tidega
   tidegate_tensor_t ti = tidegate_host_tensor(in.data(), count, dtype);
   tidegate_tensor_t to = tidegate_host_tensor(in_place ? in.data() : out.data(), count, dtype);
   const std::string what = describe("allreduce", count, dtype, op) + (in_place ? " in place" : "");
-  if (tidegate_allreduce(r.comm, &ti, &to, op) != TIDEGATE_OK)
-    return fail(r, what + ": " + tidegate_last_error());
+  if (const tidegate_status_t st = tidegate_allreduce(r.comm, &ti, &to, op); st != TIDEGATE_OK)
+    return refused_or_failed(r, st, what);
   const std::vector<unsigned char>& result = in_place ? in : out;
   for (int64_t i = 0; i < count; ++i) {
     if (!value_ok(result.data(), i, i, r.size, dtype, op))
@@ -101,8 +116,8 @@ int check_reduce_scatter(const Rank& r, int64_t count, tidegate_dtype_t dtype,
   tidegate_tensor_t to = tidegate_host_tensor(in_place ? in.data() : out.data(), length, dtype);
   const std::string what =
       describe("reduce_scatter", count, dtype, op) + (in_place ? " in place" : "");
-  if (tidegate_reduce_scatter(r.comm, &ti, &to, op) != TIDEGATE_OK)
-    return fail(r, what + ": " + tidegate_last_error());
+  if (const tidegate_status_t st = tidegate_reduce_scatter(r.comm, &ti, &to, op); st != TIDEGATE_OK)
+    return refused_or_failed(r, st, what);
   const unsigned char* result = in_place ? in.data() : out.data();
   for (int64_t i = 0; i < length; ++i) {
     if (!value_ok(result, i, offset + i, r.size, dtype, op))
@@ -137,14 +152,43 @@ int check_allgather(const Rank& r, int64_t count, tidegate_dtype_t dtype, bool i
   return 0;
 }
 
-int run_values(const Rank& r) {
+// A communicator over MPI_COMM_WORLD; every rank has finished creating it before any posts.
+tidegate_status_t create(Rank* r) {
+  MPI_Comm world = MPI_COMM_WORLD;
+  const tidegate_status_t st = tidegate_comm_create_from_mpi(&world, &r->comm);
+  MPI_Barrier(MPI_COMM_WORLD);
+  return st;
+}
+
+int run_values(Rank& r) {
   int checks = 0;
+  std::vector<std::pair<tidegate_dtype_t, tidegate_reduce_op_t>> refused;
+  auto is_refused = [&](tidegate_dtype_t dtype, tidegate_reduce_op_t op) {
+    return std::find(refused.begin(), refused.end(), std::make_pair(dtype, op)) != refused.end();
+  };
+  // A refusal failed the communicator on every rank: note it and build a new one.
+  auto after = [&](int rc, tidegate_dtype_t dtype, tidegate_reduce_op_t op) {
+    if (rc != kRefused) return rc;
+    refused.emplace_back(dtype, op);
+    if (r.rank == 0) std::printf("native dtype %d op %d refused by the mpi transport\n", dtype, op);
+    tidegate_comm_destroy(r.comm);
+    r.comm = nullptr;
+    return create(&r) == TIDEGATE_OK ? 0
+                                     : fail(r, std::string("rebuilding: ") + tidegate_last_error());
+  };
   for (int64_t count : kCounts) {
     for (tidegate_dtype_t dtype : kReducible) {
       for (tidegate_reduce_op_t op : kOps) {
+        if (is_refused(dtype, op)) continue;
+        // In step, so that a refusal fails every rank at the same op (with count 0 a rank
+        // could otherwise be an op ahead, and the ranks would note different refusals).
+        MPI_Barrier(MPI_COMM_WORLD);
         const bool in_place = (checks % 2) == 1;  // alternate, so both kinds meet every size
-        if (int rc = check_allreduce(r, count, dtype, op, in_place)) return rc;
-        if (int rc = check_reduce_scatter(r, count, dtype, op, in_place)) return rc;
+        if (int rc = after(check_allreduce(r, count, dtype, op, in_place), dtype, op)) return rc;
+        if (is_refused(dtype, op)) continue;
+        MPI_Barrier(MPI_COMM_WORLD);
+        if (int rc = after(check_reduce_scatter(r, count, dtype, op, in_place), dtype, op))
+          return rc;
         checks += 2;
       }
     }
@@ -155,7 +199,10 @@ int run_values(const Rank& r) {
       ++checks;
     }
   }
-  if (r.rank == 0) std::printf("%d native checks passed on %d ranks\n", checks, r.size);
+  if (r.rank == 0) {
+    std::printf("%d native checks passed on %d ranks (%zu dtype x op refused)\n", checks, r.size,
+                refused.size());
+  }
   return 0;
 }
 
@@ -198,11 +245,9 @@ int run_scenario(const Rank& r, const std::string& scenario) {
 int main(int argc, char** argv) {
   int provided = 0;
   MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
-  MPI_Comm world = MPI_COMM_WORLD;
   Rank r;
   int rc = 1;
-  if (const tidegate_status_t created = tidegate_comm_create_from_mpi(&world, &r.comm);
-      created != TIDEGATE_OK) {
+  if (const tidegate_status_t created = create(&r); created != TIDEGATE_OK) {
     rc = tidegate::testing::creation_failure_exit_code(created, argc, argv);
   } else {
     tidegate_comm_rank(r.comm, &r.rank);
@@ -212,7 +257,7 @@ int main(int argc, char** argv) {
       if (std::strcmp(argv[i], "--scenario") == 0) scenario = argv[i + 1];
     }
     rc = scenario.empty() ? run_values(r) : run_scenario(r, scenario);
-    tidegate_comm_destroy(r.comm);
+    if (r.comm != nullptr) tidegate_comm_destroy(r.comm);
   }
   // Agree on the outcome so mpirun's exit code reflects any rank's failure.
   int worst = 0;
