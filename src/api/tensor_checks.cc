@@ -1,6 +1,7 @@
 #include "api/tensor_checks.h"
 
 #include <cstdint>
+#include <cstring>
 #include <string>
 
 namespace tidegate {
@@ -18,6 +19,15 @@ bool overlaps_partially(const TensorView& a, const TensorView& b) {
   const char* a0 = a.byte_data();
   const char* b0 = b.byte_data();
   return a0 < b0 + b.bytes() && b0 < a0 + a.bytes();
+}
+
+// The int a C caller stored in an enum field, read without loading it as the enum.
+template <class Enum>
+int enum_as_int(const Enum& value) {
+  static_assert(sizeof(Enum) == sizeof(int));
+  int raw = 0;
+  std::memcpy(&raw, &value, sizeof raw);
+  return raw;
 }
 
 // Whether `b` shares a byte with `a`; a zero-length `b` counts when its address lies inside `a`
@@ -57,16 +67,19 @@ Status check_tensor(const tidegate_tensor_t* tensor, const char* role, TensorVie
                name + " count is negative (" + std::to_string(tensor->count) + ")");
   TG_CHECK_ARG(tensor->count <= kMaxElements, name + " count is implausibly large");
   TG_CHECK_ARG(tensor->count == 0 || tensor->data != nullptr, name + " data is NULL but count > 0");
-  TG_CHECK_ARG(dtype_is_valid(tensor->dtype),
-               name + " has unknown dtype " + std::to_string(static_cast<int>(tensor->dtype)));
+  // A C caller may store any int in an enum field; C++ may not load one outside the enum's
+  // range (undefined behaviour, which UBSan reports), so the fields are read as ints first.
+  const int raw_dtype = enum_as_int(tensor->dtype);
+  const int raw_memory = enum_as_int(tensor->memory);
+  TG_CHECK_ARG(dtype_is_valid(raw_dtype), name + " has unknown dtype " + std::to_string(raw_dtype));
   const uint64_t bytes = static_cast<uint64_t>(tensor->count) * dtype_size(tensor->dtype);
   const uintptr_t start = reinterpret_cast<uintptr_t>(tensor->data);
   TG_CHECK_ARG(bytes <= kMaxTensorBytes && start <= UINTPTR_MAX - bytes,
                name + " count " + std::to_string(tensor->count) + " x " +
                    std::to_string(dtype_size(tensor->dtype)) + " bytes cannot describe memory " +
                    "(over 128 TiB, or past the end of the address space): check the count");
-  TG_CHECK_ARG(tensor->memory == TIDEGATE_MEMORY_HOST || tensor->memory == TIDEGATE_MEMORY_CUDA,
-               name + " has unknown memory kind");
+  TG_CHECK_ARG(raw_memory == TIDEGATE_MEMORY_HOST || raw_memory == TIDEGATE_MEMORY_CUDA,
+               name + " has unknown memory kind " + std::to_string(raw_memory));
   if (tensor->memory == TIDEGATE_MEMORY_CUDA) {
     return unsupported(name +
                        " is CUDA memory, but this build's transports move host memory "
