@@ -9,6 +9,8 @@
 #   ./run.sh test     build + the whole test suite (CTest), then the PyTorch backend's tests
 #   ./run.sh pytest   build + install the PyTorch backend into .venv + its tests (pytest) only
 #   ./run.sh bench    build + the benchmarks recorded in bench/RESULTS.md (see bench/README)
+#   ./run.sh soak --minutes N   4 ranks of random, checked collectives for N minutes (build/);
+#                     RSS, descriptors and threads sampled; judged by bench/soak/summarise_soak.py
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -137,6 +139,22 @@ cmd_bench() {
   "$ROOT/bench/run_benchmarks.sh" "$BUILD_DIR" "$@"
 }
 
+cmd_soak() {
+  local minutes=10
+  while [ $# -gt 0 ]; do
+    case "$1" in
+      --minutes) minutes=$2; shift 2 ;;
+      *) echo "run.sh soak: unknown option $1" >&2; exit 2 ;;
+    esac
+  done
+  cmd_build
+  local log_file="$BUILD_DIR/soak-$(date +%Y%m%d-%H%M%S).log"
+  log "soak: 4 ranks for $minutes minutes; log in $log_file"
+  "$BUILD_DIR/src/tools/tidegate_run/tidegate-run" -n 4 --timeout-ms 120000 -- \
+    "$BUILD_DIR/tests/soak/tidegate_soak" --minutes "$minutes" --sample-s 30 >"$log_file" 2>&1 || true
+  python3 "$ROOT/bench/soak/summarise_soak.py" "$log_file" --warmup-s 60
+}
+
 sub="${1:-}"
 [ $# -gt 0 ] && shift
 case "$sub" in
@@ -146,8 +164,9 @@ case "$sub" in
   test) cmd_test "$@" ;;
   pytest) cmd_pytest ;;
   bench) cmd_bench "$@" ;;
+  soak) cmd_soak "$@" ;;
   *)
-    sed -n '2,12p' "$0"
+    sed -n '2,14p' "$0"
     exit 2
     ;;
 esac
