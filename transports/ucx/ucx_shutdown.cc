@@ -14,6 +14,8 @@ namespace {
 constexpr int64_t kFailDrainMs = 200;
 // How long the destructor (no close() before it) waits for endpoints to flush.
 constexpr int64_t kReleaseDrainMs = 1000;
+// How long local closes (after a flush, or forced) may take once the flush's deadline passed.
+constexpr int64_t kCloseGraceMs = 100;
 }  // namespace
 
 // A peer's abort message: fails this transport with its code, naming the peer.
@@ -68,32 +70,75 @@ Status UcxTransport::release(Deadline deadline, bool force) {
     Part& part = *entry.second;
     if (part.is_recv && !part.fired) ucp_request_cancel(worker_, part.request);
   }
+  // Which endpoints deserve a flush: not one whose peer already failed (a flush to a dead
+  // peer could only time out), nor any when nothing graceful is left (force, after a failure).
+  // But when this rank sent abort messages, flush even then: a forced close can drop a message
+  // UCX reported sent, and a peer still waiting on this rank would report the lost connection
+  // instead of the root cause (the conformance suite saw "Endpoint timeout" under load).
+  //
+  // The flush comes first, on its own, bounded by `deadline`; then every endpoint is closed,
+  // by force where its flush did not finish. A close that flushes would wait on a peer that is
+  // alive but not running (SIGSTOP, a debugger) past any deadline, and destroying the worker
+  // under such a close's still-pending sends fails a UCX assertion and aborts the process.
+  std::vector<char> flushed(eps_.size(), 0);
+  std::vector<void*> flushing(eps_.size(), nullptr);
+  for (size_t peer = 0; peer < eps_.size(); ++peer) {
+    if (eps_[peer] == nullptr || !((!force || abort_sent_) && peer_errors_[peer].is_ok())) continue;
+    ucp_request_param_t param{};
+    void* request = ucp_ep_flush_nbx(eps_[peer], &param);
+    if (UCS_PTR_IS_PTR(request)) {
+      flushing[peer] = request;
+    } else {
+      flushed[peer] = UCS_PTR_STATUS(request) == UCS_OK;
+    }
+  }
+  while (true) {
+    while (ucp_worker_progress(worker_) != 0) {
+    }
+    bool pending = false;
+    for (size_t peer = 0; peer < eps_.size(); ++peer) {
+      if (flushing[peer] == nullptr) continue;
+      const ucs_status_t status = ucp_request_check_status(flushing[peer]);
+      if (status == UCS_INPROGRESS) {
+        pending = true;
+        continue;
+      }
+      flushed[peer] = status == UCS_OK;
+      ucp_request_free(flushing[peer]);
+      flushing[peer] = nullptr;
+    }
+    if (!pending || deadline.passed()) break;
+  }
+  const bool flush_timed_out =
+      std::any_of(flushing.begin(), flushing.end(), [](void* r) { return r != nullptr; });
   std::vector<void*> closing;
   for (size_t peer = 0; peer < eps_.size(); ++peer) {
     if (eps_[peer] == nullptr) continue;
     ucp_request_param_t param{};
     param.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
-    // Flush unless the endpoint already failed (a flush to a dead peer could only time out)
-    // or nothing graceful is left (force, after a failure). But when this rank sent abort
-    // messages, flush even then: a forced close can drop a message UCX reported sent, and a
-    // peer still waiting on this rank would report the lost connection instead of the root
-    // cause (the conformance suite saw "Endpoint timeout" under load). Bounded by `deadline`.
-    const bool flush = (!force || abort_sent_) && peer_errors_[peer].is_ok();
-    param.flags = flush ? 0 : UCP_EP_CLOSE_FLAG_FORCE;
+    // Everything sent to a flushed peer has arrived: its close has nothing left to wait for.
+    // A forced close cancels what is still outstanding (an unfinished flush included).
+    param.flags = flushed[peer] ? 0 : UCP_EP_CLOSE_FLAG_FORCE;
     void* request = ucp_ep_close_nbx(eps_[peer], &param);
     if (UCS_PTR_IS_PTR(request)) closing.push_back(request);
     eps_[peer] = nullptr;
+    // An unfinished flush is completed (cancelled) by the forced close; UCX releases it then.
+    if (flushing[peer] != nullptr) ucp_request_free(flushing[peer]);
   }
+  // The closes left are local (flushed, or forced): they get a short while of their own even
+  // when the flush used up `deadline`, so that the worker is not destroyed under them.
+  const Deadline closes_deadline =
+      deadline.remaining() > Milliseconds(kCloseGraceMs) ? deadline : Deadline::after_ms(kCloseGraceMs);
   bool done = false;
   while (true) {
     const bool parts_done = drain(Deadline::after_ms(0));
     done = parts_done && std::all_of(closing.begin(), closing.end(), [](void* r) {
              return ucp_request_check_status(r) != UCS_INPROGRESS;
            });
-    if (done || deadline.passed()) break;
+    if (done || closes_deadline.passed()) break;
   }
   for (void* request : closing) ucp_request_free(request);  // released by UCX once complete
-  if (!done)
+  if (!done || flush_timed_out)
     return timeout_error(who_ + ": the ucx endpoints did not finish flushing before the deadline");
   return Status::ok();
 }
