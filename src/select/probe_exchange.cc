@@ -21,7 +21,45 @@ ProbeWire::ProbeWire(Transport* transport, int rank, int size, uint64_t comm_id,
       size_(size),
       comm_id_(comm_id),
       deadline_(deadline),
-      purpose_(std::move(purpose)) {}
+      purpose_(std::move(purpose)),
+      // A quarter of the time the probe has, as the engine's collectives use a quarter of
+      // TIDEGATE_TIMEOUT_MS (between 50 ms and 1 s).
+      liveness_interval_(std::clamp(
+          std::chrono::duration_cast<Milliseconds>(deadline.remaining()) / 4, Milliseconds(50),
+          Milliseconds(1000))),
+      last_activity_(Clock::now()) {}
+
+void ProbeWire::keep_alive(bool activity) {
+  const Clock::time_point now = Clock::now();
+  if (activity) last_activity_ = now;
+  if (!transport_->tracks_liveness()) return;
+  if (now - last_activity_ > liveness_interval_ && now - last_liveness_sent_ > liveness_interval_) {
+    last_liveness_sent_ = now;
+    transport_->send_liveness();
+  }
+}
+
+std::string ProbeWire::silent_peers_note() const {
+  const Clock::time_point now = Clock::now();
+  // Only after a stall long enough for notices to have gone out and been answered.
+  if (!transport_->tracks_liveness() || now - last_activity_ <= 2 * liveness_interval_) return "";
+  std::vector<int> silent;
+  for (int peer = 0; peer < size_; ++peer) {
+    if (peer != rank_ && now - transport_->last_heard(peer) > 2 * liveness_interval_) {
+      silent.push_back(peer);
+    }
+  }
+  if (silent.empty()) return "";
+  std::string ranks;
+  for (size_t i = 0; i < silent.size(); ++i) {
+    ranks += (i == 0 ? "" : i + 1 == silent.size() ? " and " : ", ");
+    ranks += std::to_string(silent[i]);
+  }
+  return std::string("; rank") + (silent.size() == 1 ? " " : "s ") + ranks +
+         (silent.size() == 1 ? " has" : " have") + " given no sign of life for " +
+         std::to_string((2 * liveness_interval_).count()) +
+         " ms or more: stopped, hung or dead (every other rank answered)";
+}
 
 void ProbeWire::next_phase() {
   ++phase_;
@@ -75,6 +113,7 @@ Status ProbeWire::wait_pair(Transport::Handle send, int send_to, Transport::Hand
     bool activity = false;
     const Milliseconds slice = std::min(kPollSlice, deadline_.remaining());
     Status progressed = transport_->progress(slice, &activity);
+    keep_alive(activity);
     if (!send_done) {
       Status st = transport_->test(send, &send_done);
       if (!st.is_ok()) return std::move(st).with_context(where(send_to) + "sending: ");
@@ -91,7 +130,7 @@ Status ProbeWire::wait_pair(Transport::Handle send, int send_to, Transport::Hand
       return timeout_error(where(peer) +
                            "no answer before the deadline (is that rank alive and "
                            "running the same tidegate build? raise TIDEGATE_TIMEOUT_MS if the "
-                           "job is merely slow to start)");
+                           "job is merely slow to start)" + silent_peers_note());
     }
   }
   return Status::ok();
@@ -103,13 +142,14 @@ Status ProbeWire::wait(Transport::Handle handle, const std::string& what) {
     bool activity = false;
     const Milliseconds slice = std::min(kPollSlice, deadline_.remaining());
     Status progressed = transport_->progress(slice, &activity);
+    keep_alive(activity);
     Status st = transport_->test(handle, &done);
     const std::string context = std::string("bandwidth probe on transport ") + transport_->name() +
                                 ", rank " + std::to_string(rank_) + ", " + what + ": ";
     if (!st.is_ok()) return std::move(st).with_context(context);
     if (!progressed.is_ok()) return std::move(progressed).with_context(context);
     if (!done && deadline_.passed())
-      return timeout_error(context + "not finished before the deadline");
+      return timeout_error(context + "not finished before the deadline" + silent_peers_note());
   }
   return Status::ok();
 }

@@ -57,6 +57,11 @@ class ProbeWire {
   Status wait_pair(Transport::Handle send, int send_to, Transport::Handle recv, int recv_from);
   std::string where(int peer) const;
   Status wait(Transport::Handle handle, const std::string& what);
+  // Liveness, as the engine's collectives do it: after a while without progress, a notice to
+  // every peer (they answer), so that a deadline error can name the ranks that gave no sign of
+  // life (a stopped rank) apart from the ones that merely wait as well.
+  void keep_alive(bool activity);
+  std::string silent_peers_note() const;
 
   Transport* transport_;
   int rank_;
@@ -66,6 +71,9 @@ class ProbeWire {
   std::string purpose_;
   uint32_t phase_ = 0;
   uint64_t step_ = 0;
+  Milliseconds liveness_interval_;
+  Clock::time_point last_activity_;
+  Clock::time_point last_liveness_sent_;
 };
 
 }  // namespace tidegate
