@@ -1,11 +1,11 @@
 #include "select/codec_plan.h"
 
 #include <algorithm>
-#include <charconv>
 #include <cmath>
 #include <set>
 
 #include "select/codec_probe.h"
+#include "select/plan_text.h"
 
 namespace tidegate {
 
@@ -23,33 +23,6 @@ constexpr double kDenseMargin = 1.05;
 // so close that dense, exact, is the better bet. A ranking bias only: predicted_us stays the
 // model's, so re-planning compares measurements with the model alone.
 double ranking_bias_us(const PlanInputs& inputs) { return identity_check_cost(inputs); }
-
-std::string format_us(double value) {
-  char buffer[64];
-  auto result = std::to_chars(buffer, buffer + sizeof buffer, value, std::chars_format::fixed, 1);
-  return std::string(buffer, result.ptr);
-}
-
-std::string human_bytes(int64_t bytes) {
-  if (bytes == INT64_MAX) return "inf";
-  static const std::pair<int64_t, const char*> kUnits[] = {
-      {int64_t{1} << 30, "G"}, {int64_t{1} << 20, "M"}, {int64_t{1} << 10, "K"}};
-  for (const auto& [unit, suffix] : kUnits) {
-    if (bytes >= unit && bytes % unit == 0) return std::to_string(bytes / unit) + suffix;
-    if (bytes + 1 >= unit && (bytes + 1) % unit == 0)
-      return std::to_string((bytes + 1) / unit) + suffix + "-1";
-  }
-  return std::to_string(bytes);
-}
-
-std::string json_escape(const std::string& text) {
-  std::string out = "\"";
-  for (char c : text) {
-    if (c == '"' || c == '\\') out += '\\';
-    out += c;
-  }
-  return out + "\"";
-}
 
 // A tensor of `bytes` of float32 for the codec's exact payload bound: PowerSGD is priced on a
 // square matrix (a tensor without a 2-D shape does not run it: planner.cc).
@@ -154,9 +127,8 @@ Status CodecPlan::build(const PlanInputs& inputs, const Plan& dense,
       if (codec->spec() == parsed->spec()) match = codec;
     }
     if (match == nullptr) {
-      return config_error("TIDEGATE_TUNE rule '" + rule.text + "' forces codec " +
-                          parsed->spec() + ", which the allow-list (" +
-                          allow_list_text(built.allowed_) +
+      return config_error("TIDEGATE_TUNE rule '" + rule.text + "' forces codec " + parsed->spec() +
+                          ", which the allow-list (" + allow_list_text(built.allowed_) +
                           ") does not hold: auto never uses a codec the caller did not allow");
     }
     forced.push_back({&rule, match});
@@ -249,16 +221,15 @@ const CodecPlanEntry* CodecPlan::find(int64_t bytes) const {
 }
 
 std::string CodecPlan::to_table() const {
-  std::string text = "codec plan for allow-list: " + (allowed_.empty() ? std::string("(none)")
-                                                                       : allow_list_text(allowed_)) +
-                     "\n";
+  std::string text = "codec plan for allow-list: " +
+                     (allowed_.empty() ? std::string("(none)") : allow_list_text(allowed_)) + "\n";
   for (const CodecPlanEntry& e : entries_) {
     text += "  allreduce host " + human_bytes(e.min_bytes) + ".." + human_bytes(e.max_bytes) +
-            "  " + e.ranked.front().name() + "  " + format_us(e.ranked.front().predicted_us) +
-            " us";
+            "  " + e.ranked.front().name() + "  " +
+            format_number(e.ranked.front().predicted_us, true) + " us";
     if (e.ranked.size() > 1) {
-      text += "  runner-up " + e.ranked[1].name() + " " + format_us(e.ranked[1].predicted_us) +
-              " us";
+      text += "  runner-up " + e.ranked[1].name() + " " +
+              format_number(e.ranked[1].predicted_us, true) + " us";
     }
     if (e.tuned) text += "  tuned";
     text += "\n";
@@ -267,7 +238,7 @@ std::string CodecPlan::to_table() const {
 }
 
 std::string CodecPlan::to_json() const {
-  std::string out = "{\"allowed\":" + json_escape(allow_list_text(allowed_)) + ",\"entries\":[";
+  std::string out = "{\"allowed\":" + json_string(allow_list_text(allowed_)) + ",\"entries\":[";
   for (size_t i = 0; i < entries_.size(); ++i) {
     const CodecPlanEntry& e = entries_[i];
     out += i ? ",{" : "{";
@@ -277,9 +248,9 @@ std::string CodecPlan::to_json() const {
     for (size_t j = 0; j < e.ranked.size(); ++j) {
       const CodecChoice& c = e.ranked[j];
       out += j ? ",{" : "{";
-      out += "\"choice\":" + json_escape(c.name());
-      out += ",\"codec\":" + json_escape(c.dense() ? "none" : c.codec->spec());
-      out += ",\"predicted_us\":" + format_us(c.predicted_us) + "}";
+      out += "\"choice\":" + json_string(c.name());
+      out += ",\"codec\":" + json_string(c.dense() ? "none" : c.codec->spec());
+      out += ",\"predicted_us\":" + format_number(c.predicted_us, true) + "}";
     }
     out += "]}";
   }
