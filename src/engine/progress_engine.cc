@@ -94,7 +94,9 @@ Status ProgressEngine::post(std::shared_ptr<Request> request) {
   {
     std::lock_guard<std::mutex> lock(mutex_);
     if (!failure_.is_ok()) {
-      return Status(failure_.code(), "communicator already failed: " + failure_.message());
+      return Status(failure_.code(), op_label(request->args()) +
+                                         " was refused: the communicator already failed: " +
+                                         failure_.message());
     }
     if (stopping_ || draining_) return aborted_error("communicator is being destroyed");
     queue_.push_back(std::move(request));

@@ -247,7 +247,13 @@ TEST(EngineWindow, OneOpsFailureFailsTheRestOnEveryRankInOrder) {
         // Op #2 has a different count on rank 1: a MISMATCH at its first message.
         const int64_t count = op == 2 && r == 1 ? 1000 : 1024;
         auto request = std::make_shared<Request>(allreduce_args(op, data[r][op], count));
-        if (!world.engine(r).post(request).is_ok()) break;  // refused: the communicator failed
+        Status posted = world.engine(r).post(request);
+        if (!posted.is_ok()) {
+          // Refused: the communicator failed before this rank got here (a fast peer found the
+          // mismatch). The refusal is this op's result, and the ops after it are refused too.
+          for (int later = op; later < 6; ++later) results[r][later] = posted;
+          break;
+        }
         requests.push_back(request);
       }
       for (size_t op = 0; op < requests.size(); ++op) {
