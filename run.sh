@@ -23,6 +23,7 @@ PACKAGES=(
   libssl-dev                      # OpenSSL libcrypto: HMAC authentication, CSPRNG
   libgtest-dev libgmock-dev       # tests
   libbenchmark-dev                # micro-benchmarks
+  zlib1g-dev                      # the example trainer reads the gzipped digits data
   libopenmpi-dev openmpi-bin      # MPI bootstrap, MPI baseline and (later) MPI transport
   libucx-dev ucx-utils            # UCX transport
   iproute2                        # emulated cluster: network namespaces, veth, tc tbf

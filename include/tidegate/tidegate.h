@@ -575,6 +575,143 @@ TIDEGATE_API tidegate_status_t tidegate_request_choice(tidegate_request_t reques
 TIDEGATE_API tidegate_status_t tidegate_block_range(int64_t count, int size, int rank,
                                                     int64_t* offset, int64_t* length);
 
+/* ------------------------------------------------------------------------------------------ */
+/* Gradient session: wait-free overlapped gradient synchronisation                              */
+/* ------------------------------------------------------------------------------------------ */
+
+/**
+ * A training loop's gradients, registered once; then, per step, each gradient is marked ready
+ * the moment backward has produced it, and the session synchronises it (allreduce in place,
+ * dense or compressed) in the background while backward goes on (Poseidon's wait-free
+ * backpropagation). Its scheduler runs the gradients that are ready on every rank in priority
+ * order (the order the next forward needs them, as in P3 / ByteScheduler), cuts large tensors
+ * into chunks so that a high-priority gradient that becomes ready late overtakes the rest, and
+ * fuses small ones into one op (as Horovod and DDP do). Ranks may mark gradients ready in any
+ * order: which gradient runs next is decided from readiness agreed by every rank (a small
+ * allreduce of counters, one per scheduling cycle), so every rank runs the same ops in the same
+ * order. A dense gradient's result is bitwise the same fused, chunked or alone (every dense op
+ * of a session sums in one rank-tree order, whatever the element's position), and identical on
+ * every rank.
+ */
+typedef struct tidegate_session* tidegate_session_t;
+
+/**
+ * One gradient of a session. Zero-initialise it, then set what you need.
+ *
+ * key             unique within the session; also the compression key (error-feedback residuals
+ *                 of a compressed gradient are kept under it, in the communicator's state)
+ * tensor          the gradient buffer, reduced in place: must stay valid for the session's life
+ *                 and untouched between marking it ready and its wait returning. Host memory;
+ *                 float32, float64, float16, bfloat16, int32 or int64 (compressed: the
+ *                 compressed allreduce's dtypes). count may be 0 (done as soon as it is ready).
+ * priority        smaller runs first: 0 for the gradient the next forward needs first (the first
+ *                 layer's). Ties go by key.
+ * codec           NULL, "" or "none": dense. Otherwise a codec spec or "auto", as in
+ *                 tidegate_compression_t (a compressed gradient is one op: never fused or cut,
+ *                 so a codec's buckets stay within it).
+ * allowed         codec "auto" only: the allow-list (NULL: TIDEGATE_CODECS).
+ * error_feedback  for a codec: 1 keeps what it leaves out, per key (see tidegate_compression_t).
+ */
+typedef struct tidegate_gradient {
+  uint64_t key;
+  tidegate_tensor_t tensor;
+  int priority;
+  const char* codec;
+  const char* allowed;
+  int error_feedback;
+} tidegate_gradient_t;
+
+/**
+ * The scheduler's knobs. Zero-initialise it: every 0 takes the default (printed by
+ * tidegate-info, set job-wide by the environment variable named).
+ *
+ * op             TIDEGATE_SUM (0 stands for it) or TIDEGATE_AVG
+ * fusion_bytes   dense gradients at most this big are packed together into one op, up to this
+ *                many bytes (TIDEGATE_FUSION_BYTES; default: from the plan, the size where the
+ *                per-message latency stops dominating); -1: no fusion
+ * chunk_bytes    dense gradients bigger than this are cut into pieces of this size
+ *                (TIDEGATE_CHUNK_BYTES; default: from the plan); -1: never cut
+ * cycle_us       how long an idle scheduler waits for a new gradient before it negotiates again
+ *                (TIDEGATE_SESSION_CYCLE_US)
+ * priority       1 (default, also for 0): priority order; -1: the order in which gradients
+ *                became ready everywhere (what DDP's buckets do), for comparisons
+ */
+typedef struct tidegate_session_options {
+  tidegate_reduce_op_t op;
+  int64_t fusion_bytes;
+  int64_t chunk_bytes;
+  int64_t cycle_us;
+  int priority;
+} tidegate_session_options_t;
+
+/**
+ * Registers `count` gradients on `comm` and starts the session's scheduler thread. Collective:
+ * every rank registers the same keys with the same counts, dtypes, codecs and priorities
+ * (compared at creation: MISMATCH naming the first differing key and field, on every rank).
+ * `options` may be NULL. INVALID_ARGUMENT for a duplicate key, a bad tensor or option; CONFIG for
+ * a codec spec that does not parse. The communicator must outlive the session; while a step is
+ * running, do not post other collectives on it from other threads (their order against the
+ * session's ops could differ between ranks: MISMATCH, never a wrong sum).
+ */
+TIDEGATE_API tidegate_status_t tidegate_session_create(tidegate_comm_t comm,
+                                                       const tidegate_gradient_t* gradients,
+                                                       int64_t count,
+                                                       const tidegate_session_options_t* options,
+                                                       tidegate_session_t* session);
+
+/**
+ * Marks a gradient ready for this step: returns at once (it only records the fact and wakes the
+ * scheduler). Every registered gradient must be marked once per step, in any order; the step
+ * ends when all of them are synchronised on every rank. INVALID_ARGUMENT for an unknown key or a
+ * key marked twice in one step. A key that some ranks mark and others never do fails the session
+ * on every rank within TIDEGATE_TIMEOUT_MS, naming the key (MISMATCH). Thread-safe: backward
+ * threads may call it concurrently with each other and with the waits.
+ */
+TIDEGATE_API tidegate_status_t tidegate_session_ready(tidegate_session_t session, uint64_t key);
+
+/**
+ * Waits until `key`'s gradient of the current step is synchronised (its buffer holds the result)
+ * or `timeout_ms` passes (TIMEOUT; < 0: TIDEGATE_TIMEOUT_MS). Returns at once for a gradient
+ * already done, or not marked ready in this step yet but done in the previous one (the buffer
+ * holds that result). The session's error, once it failed. Thread-safe.
+ */
+TIDEGATE_API tidegate_status_t tidegate_session_wait(tidegate_session_t session, uint64_t key,
+                                                     int64_t timeout_ms);
+
+/** Waits for every gradient marked ready in this step, as tidegate_session_wait. Thread-safe. */
+TIDEGATE_API tidegate_status_t tidegate_session_wait_all(tidegate_session_t session,
+                                                         int64_t timeout_ms);
+
+/**
+ * Step boundary (optional): waits for the whole step (every gradient must have been marked) and
+ * returns its statistics (may be NULL). The next tidegate_session_ready starts the next step.
+ * Thread-safe, but meant for the training loop's thread.
+ */
+typedef struct tidegate_session_stats {
+  int64_t steps;            /* steps finished so far */
+  int64_t ops;              /* collectives the last step ran (fused, chunks and whole) */
+  int64_t fused_ops;        /* of which packed two gradients or more */
+  int64_t chunk_ops;        /* of which carried a piece of a cut gradient */
+  int64_t cycles;           /* negotiation rounds of the last step */
+  double comm_ms;           /* last step: first op posted to last op finished */
+  uint64_t bytes_sent;      /* last step: payload bytes this rank sent */
+} tidegate_session_stats_t;
+
+TIDEGATE_API tidegate_status_t tidegate_session_step(tidegate_session_t session,
+                                                     tidegate_session_stats_t* stats);
+
+/**
+ * The knobs the session runs with (defaults resolved), for logs. Thread-safe.
+ */
+TIDEGATE_API tidegate_status_t tidegate_session_options_used(tidegate_session_t session,
+                                                             tidegate_session_options_t* options);
+
+/**
+ * Stops the scheduler and frees the session. A step still running is failed (ABORTED) and waited
+ * for under TIDEGATE_TIMEOUT_MS. Not concurrent with other calls on the session. NULL is ignored.
+ */
+TIDEGATE_API tidegate_status_t tidegate_session_destroy(tidegate_session_t session);
+
 #ifdef __cplusplus
 } /* extern "C" */
 #endif

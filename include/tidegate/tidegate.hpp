@@ -295,6 +295,50 @@ class Communicator {
   tidegate_comm_t comm_ = nullptr;
 };
 
+// A gradient session (tidegate_session_create and friends): register the gradients once, then
+// per step ready() each as backward produces it, wait() for one before the forward layer that
+// uses it, step() at the end. Thread safety as documented on the C calls.
+class GradientSession {
+ public:
+  GradientSession(Communicator& comm, const std::vector<tidegate_gradient_t>& gradients,
+                  const tidegate_session_options_t& options = {}) {
+    check(tidegate_session_create(comm.get(), gradients.data(),
+                                  static_cast<int64_t>(gradients.size()), &options, &session_));
+  }
+  GradientSession(GradientSession&& other) noexcept
+      : session_(std::exchange(other.session_, nullptr)) {}
+  GradientSession& operator=(GradientSession&& other) noexcept {
+    if (this != &other) {
+      tidegate_session_destroy(session_);
+      session_ = std::exchange(other.session_, nullptr);
+    }
+    return *this;
+  }
+  GradientSession(const GradientSession&) = delete;
+  GradientSession& operator=(const GradientSession&) = delete;
+  ~GradientSession() { tidegate_session_destroy(session_); }
+
+  void ready(uint64_t key) { check(tidegate_session_ready(session_, key)); }
+  void wait(uint64_t key, int64_t timeout_ms = -1) {
+    check(tidegate_session_wait(session_, key, timeout_ms));
+  }
+  void wait_all(int64_t timeout_ms = -1) { check(tidegate_session_wait_all(session_, timeout_ms)); }
+  tidegate_session_stats_t step() {
+    tidegate_session_stats_t stats{};
+    check(tidegate_session_step(session_, &stats));
+    return stats;
+  }
+  tidegate_session_options_t options_used() const {
+    tidegate_session_options_t options{};
+    check(tidegate_session_options_used(session_, &options));
+    return options;
+  }
+  tidegate_session_t get() const noexcept { return session_; }
+
+ private:
+  tidegate_session_t session_ = nullptr;
+};
+
 }  // namespace tidegate
 
 #endif  // TIDEGATE_TIDEGATE_HPP

@@ -77,6 +77,16 @@ const std::vector<ConfigEntry>& config_table() {
       {"TIDEGATE_OPS_IN_FLIGHT", "4",
        "Collectives the progress engine runs at once, each on its own transport channel (requests "
        "still complete in posting order); 1 runs them one at a time."},
+      {"TIDEGATE_FUSION_BYTES", "auto",
+       "Gradient session: dense gradients up to this size are packed into one op, up to this many "
+       "bytes; auto: from the plan (where per-message latency stops dominating); off: no fusion."},
+      {"TIDEGATE_CHUNK_BYTES", "auto",
+       "Gradient session: dense gradients above this size are cut into pieces of it, so a "
+       "high-priority gradient that becomes ready late waits for little; auto: from the plan; "
+       "off: never cut."},
+      {"TIDEGATE_SESSION_CYCLE_US", "500",
+       "Gradient session: how long an idle scheduler waits for a newly ready gradient before it "
+       "negotiates again (the other ranks' readiness comes with each negotiation)."},
       {"TIDEGATE_SEGMENT_BYTES", "1M",
        "Pipelining unit: ring steps are split into segments of at most this size so reduction "
        "overlaps transfer."},
@@ -235,6 +245,20 @@ Status parse_size_variable(const Config& c, const char* env, int64_t min, int64_
   return Status::ok();
 }
 
+// "auto" -> 0, "off" -> -1, otherwise a byte size of at least 64 bytes.
+Status parse_session_bytes(const Config& c, const char* env, int64_t* out) {
+  const std::string& text = c.raw(env);
+  if (text == "auto") {
+    *out = 0;
+    return Status::ok();
+  }
+  if (text == "off") {
+    *out = -1;
+    return Status::ok();
+  }
+  return parse_size_variable(c, env, 64, out);
+}
+
 }  // namespace
 
 Status Config::validate_and_cache() {
@@ -304,6 +328,11 @@ Status Config::validate_and_cache() {
   if (host != "rank0" && host != "external") {
     return config_error("TIDEGATE_STORE_HOST='" + host + "' must be rank0 or external");
   }
+
+  TG_RETURN_IF_ERROR(parse_session_bytes(*this, "TIDEGATE_FUSION_BYTES", &fusion_bytes_));
+  TG_RETURN_IF_ERROR(parse_session_bytes(*this, "TIDEGATE_CHUNK_BYTES", &chunk_bytes_));
+  TG_RETURN_IF_ERROR(parse_positive_integer(*this, "TIDEGATE_SESSION_CYCLE_US", 10, 10000000,
+                                            &session_cycle_us_));
 
   forced_algorithms_.clear();
   std::stringstream pairs(raw("TIDEGATE_ALGO"));

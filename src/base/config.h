@@ -54,6 +54,10 @@ class Config {
   int64_t spin_us() const { return spin_us_; }
   int64_t ops_in_flight() const { return ops_in_flight_; }
   uint64_t codec_seed() const { return codec_seed_; }
+  // Gradient session knobs: 0 = auto (from the plan), -1 = off.
+  int64_t fusion_bytes() const { return fusion_bytes_; }
+  int64_t chunk_bytes() const { return chunk_bytes_; }
+  int64_t session_cycle_us() const { return session_cycle_us_; }
   int64_t store_max_bytes() const { return store_max_bytes_; }
   int64_t store_max_keys() const { return store_max_keys_; }
 
@@ -84,6 +88,9 @@ class Config {
   int64_t spin_us_ = 100;
   int64_t ops_in_flight_ = 4;
   uint64_t codec_seed_ = 0;
+  int64_t fusion_bytes_ = 0;
+  int64_t chunk_bytes_ = 0;
+  int64_t session_cycle_us_ = 500;
   int64_t store_max_bytes_ = int64_t{64} << 20;
   int64_t store_max_keys_ = 262144;
   std::map<std::string, std::string> forced_algorithms_;

@@ -51,6 +51,10 @@ struct CollectiveArgs {
   // tidegate-bench to time every choice side by side ("" = the plan decides).
   std::string force_transport;
   std::string force_algorithm;
+  // Internal: the op must sum every element in one rank-tree order, whatever its position in
+  // the tensor (recursive doubling or Rabenseifner, never the ring or a native collective), so
+  // that a gradient session's dense results are the same bits fused, chunked or alone.
+  bool rank_tree_order = false;
   // Internal: the engine's own re-planning agreement (an allreduce of the planner's
   // measured/predicted statistics; the engine supplies the buffers when it starts the op).
   bool replan_round = false;

@@ -58,6 +58,20 @@ std::string rank_list(const std::vector<int>& ranks) {
   return text;
 }
 
+// The row to run instead of `row` for an op that must keep one rank-tree summation order
+// (CollectiveArgs::rank_tree_order): recursive doubling for small tensors, Rabenseifner above,
+// the same sizes the size rule gives them; `row` itself when it already keeps that order.
+const AlgorithmRow* in_rank_tree_order(const Config& config, const CollectiveArgs& args,
+                                       const AlgorithmRow* row) {
+  if (!args.rank_tree_order || args.kind != OpKind::kAllreduce || args.compression.enabled()) {
+    return row;
+  }
+  const std::string_view name = row != nullptr ? row->name : "";
+  if (name == "recursive_doubling" || name == "rabenseifner") return row;
+  const bool small = static_cast<int64_t>(args.input.bytes()) <= config.recursive_doubling_max_bytes();
+  return find_algorithm(OpKind::kAllreduce, small ? "recursive_doubling" : "rabenseifner");
+}
+
 int window_of(const Config* config) {
   return config != nullptr ? static_cast<int>(config->ops_in_flight()) : 1;
 }
@@ -253,6 +267,7 @@ Status ProgressEngine::plan_op(ActiveOp& op) {
   if (planner_ == nullptr) {
     const AlgorithmRow* row = nullptr;
     TG_RETURN_IF_ERROR(fixed_algorithm(*context_.config, op.args, &row));
+    row = in_rank_tree_order(*context_.config, op.args, row);
     if (compression.enabled()) {
       compression.algorithm = row->name;  // part of the op's identity on the wire
     }
@@ -268,6 +283,12 @@ Status ProgressEngine::plan_op(ActiveOp& op) {
     op.args.input.count = op.args.output.count = planner_->replan_statistics_count();
   }
   TG_RETURN_IF_ERROR(planner_->choose(op.args, &op.decision));
+  if (const AlgorithmRow* tree = in_rank_tree_order(*context_.config, op.args,
+                                                    op.decision.algorithm);
+      tree != op.decision.algorithm) {
+    op.decision.algorithm = tree;
+    op.decision.entry_index = op.decision.choice_index = -1;  // not the plan's choice: no record
+  }
   Transport* chosen = transports_[static_cast<size_t>(op.decision.transport_index)];
   if (compression.enabled()) {
     // Compressed algorithms start in different shapes (an all-to-all, a ring, a suballreduce),

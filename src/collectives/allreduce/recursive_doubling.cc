@@ -8,6 +8,11 @@
 // finalised identically on every rank of the power-of-two phase, before the folded-out ranks
 // get the finished bytes back.
 //
+// Partners are taken at distance pof2/2 first, then pof2/4, ..., 1: the order in which
+// Rabenseifner's halving rounds pair ranks. Every element is then summed in the same tree,
+// ((x0 + x2) + (x1 + x3)) for four ranks, by both algorithms and wherever it sits in the tensor,
+// so a gradient session's dense results are bitwise the same fused, cut into chunks or alone.
+//
 // Rounds (the chunk field carries the round): 0 fold, 1..L exchange, L+1 unfold.
 #include <cmath>
 #include <memory>
@@ -44,8 +49,8 @@ class RecursiveDoubling : public RoundTask {
   Status finish_round(int round) override;
 
  private:
-  // The partner's real rank in exchange round `round` (1..L), and its new rank.
-  int partner_new_rank(int round) const { return fold_.new_rank ^ (1 << (round - 1)); }
+  // The partner's new rank in exchange round `round` (1..L): distance pof2 >> round.
+  int partner_new_rank(int round) const { return fold_.new_rank ^ (fold_.pof2 >> round); }
 
   Status exchange(int peer, int round) {
     TG_RETURN_IF_ERROR(messenger().send(peer, static_cast<uint64_t>(round), args_.output.data,
