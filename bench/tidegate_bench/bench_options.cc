@@ -7,6 +7,7 @@
 
 #include "base/config.h"
 #include "base/types.h"
+#include "bench/tidegate_bench/step_sync.h"
 #include "compress/codec_allow_list.h"
 
 namespace tidegate::bench {
@@ -21,6 +22,17 @@ Status integer_flag(const std::string& flag, const char* text, int64_t min, int6
   if (*text == '\0' || *end != '\0' || errno != 0 || value < min || value > max) {
     return config_error(flag + " '" + text + "' must be an integer in [" + std::to_string(min) +
                         ", " + std::to_string(max) + "]");
+  }
+  *out = value;
+  return Status::ok();
+}
+
+Status milliseconds_flag(const std::string& flag, const char* text, double* out) {
+  char* end = nullptr;
+  errno = 0;
+  const double value = std::strtod(text, &end);
+  if (*text == '\0' || *end != '\0' || errno != 0 || !(value >= 0 && value <= 1e6)) {
+    return config_error(flag + " '" + text + "' must be milliseconds in [0, 1e6]");
   }
   *out = value;
   return Status::ok();
@@ -96,6 +108,13 @@ const char* bench_usage() {
          "  --sfb K,M,N     instead of sizes: the sufficient-factor allreduce of a K x M and a\n"
          "                  K x N factor per rank against the allreduce of the M x N matrix\n"
          "  --ef 0|1        error feedback in the timed compressed runs (0)\n"
+         "  --step PROFILE  instead of sizes: replay a training step on a model profile\n"
+         "                  (bench/profiles/*.json): emulated compute, real gradients,\n"
+         "                  each --step-modes mode with compute and alone, once per\n"
+         "                  --codec of LIST (none = dense, the default; error feedback on)\n"
+         "  --backward-ms N total backward compute, spread over layers by FLOPs (120)\n"
+         "  --forward-ms N  total forward compute (backward / 2)\n"
+         "  --step-modes L  noverlap,ddp,session,session-fifo or all (all)\n"
          "  --bootstrap auto|env|mpi  how ranks meet: env = tidegate-run's variables,\n"
          "                  mpi = MPI_Init + tidegate_comm_create_from_mpi (auto: env when\n"
          "                  TIDEGATE_RANK is set, else mpi when built with MPI)\n"
@@ -131,6 +150,10 @@ Status parse_word_flag(const std::string& flag, const char* value, BenchOptions*
     o->allowed = value;
   else if (flag == "--sfb")
     o->sfb = value;
+  else if (flag == "--step")
+    o->step = value;
+  else if (flag == "--step-modes")
+    o->step_modes = value;
   else if (flag == "--baseline") {
     if (std::strcmp(value, "mpi") != 0 && std::strcmp(value, "none") != 0) {
       return config_error("--baseline must be mpi or none");
@@ -164,6 +187,8 @@ Status parse_number_flag(const std::string& flag, const char* value, BenchOption
     (flag == "-n" ? o->iters : flag == "-w" ? o->warmup : o->root) = static_cast<int>(n);
     return Status::ok();
   }
+  if (flag == "--backward-ms") return milliseconds_flag(flag, value, &o->backward_ms);
+  if (flag == "--forward-ms") return milliseconds_flag(flag, value, &o->forward_ms);
   if (flag == "--ef") {
     TG_RETURN_IF_ERROR(integer_flag(flag, value, 0, 1, &n));
     o->error_feedback = n != 0;
@@ -197,6 +222,8 @@ Status parse_bench_options(int argc, char** argv, BenchOptions* options, bool* h
     if (!known) return config_error("unknown option '" + flag + "'");
   }
   if (o.max_bytes < o.min_bytes) return config_error("-e must not be smaller than -b");
+  std::vector<StepMode> modes;
+  TG_RETURN_IF_ERROR(parse_step_modes(o.step_modes, &modes));
   *options = o;
   return Status::ok();
 }

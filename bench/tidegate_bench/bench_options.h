@@ -40,6 +40,12 @@ struct BenchOptions {
   std::string allowed;          // --allowed: codec auto's allow-list ("" = TIDEGATE_CODECS)
   std::string sfb;              // --sfb K,M,N: the sufficient-factor bench instead of sizes
   bool error_feedback = false;  // --ef 0|1: error feedback in the timed runs
+  // --step PROFILE: the training-step bench on a model profile instead of sizes (step_bench.h);
+  // each --codec spec is then a variant of every mode ("none": dense).
+  std::string step;
+  double backward_ms = 120;        // --backward-ms
+  double forward_ms = -1;          // --forward-ms (< 0: backward / 2)
+  std::string step_modes = "all";  // --step-modes
 };
 
 // Parses argv; sets *help for -h. CONFIG error naming the bad flag.

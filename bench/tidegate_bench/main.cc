@@ -16,6 +16,7 @@
 #include "bench/tidegate_bench/mpi_support.h"
 #include "bench/tidegate_bench/report.h"
 #include "bench/tidegate_bench/sfb_bench.h"
+#include "bench/tidegate_bench/step_bench.h"
 #include "bench/tidegate_bench/timing.h"
 
 namespace tidegate::bench {
@@ -217,7 +218,28 @@ std::vector<int64_t> sizes(const BenchOptions& o) {
   return list;
 }
 
+Status run_step(const BenchOptions& o, const Session& s) {
+  StepBenchOptions step;
+  step.profile_path = o.step;
+  step.backward_ms = o.backward_ms;
+  step.forward_ms = o.forward_ms;
+  TG_RETURN_IF_ERROR(parse_step_modes(o.step_modes, &step.modes));
+  step.codecs = o.codecs;
+  step.warmup = o.warmup;
+  step.iters = o.iters;
+  step.json_path = o.json_path;
+  if (s.rank == 0) {
+    std::printf("# communicator created in %.0f ms: %s\n", s.create_ms,
+                creation_summary(s.comm).c_str());
+  }
+  return run_step_bench(s.comm, s.rank, s.size, step);
+}
+
 Status run_bench(const BenchOptions& o, const Session& s, int64_t* wrong) {
+  if (!o.step.empty()) {
+    *wrong = 0;  // a difference between ranks is an error of run_step
+    return run_step(o, s);
+  }
   if (!o.sfb.empty()) {
     SfbShapeOption shape;
     TG_RETURN_IF_ERROR(parse_sfb_shape(o.sfb, &shape));
