@@ -108,9 +108,10 @@ Status GradientSession::create(Communicator* comm, const tidegate_gradient_t* gr
   ScheduleKnobs knobs;
   knobs.fusion_bytes = used.fusion_bytes;
   knobs.chunk_bytes = used.chunk_bytes;
-  // A batch is about one piece: with two batches outstanding, a gradient agreed late waits for
-  // at most two pieces.
-  knobs.batch_bytes = used.chunk_bytes > 0 ? used.chunk_bytes : (4 << 20);
+  // A batch is a few pieces: each negotiation round must move enough to keep the wire busy
+  // until the next round's result (a round needs every rank's scheduler thread, which a busy
+  // backward pass may delay), while a gradient agreed late still waits for at most two batches.
+  knobs.batch_bytes = 4 * (used.chunk_bytes > 0 ? used.chunk_bytes : (4 << 20));
   knobs.by_priority = used.priority > 0;
   std::unique_ptr<GradientSession> session(
       new GradientSession(comm, std::move(registered), used, knobs));
