@@ -24,6 +24,7 @@ PACKAGES=(
   libgtest-dev libgmock-dev       # tests
   libbenchmark-dev                # micro-benchmarks
   zlib1g-dev                      # the example trainer reads the gzipped digits data
+  nlohmann-json3-dev              # tidegate-bench --step reads the model profiles (JSON)
   libopenmpi-dev openmpi-bin      # MPI bootstrap, MPI baseline and (later) MPI transport
   libucx-dev ucx-utils            # UCX transport
   iproute2                        # emulated cluster: network namespaces, veth, tc tbf

@@ -6,48 +6,58 @@
 #include <map>
 #include <sstream>
 
-#include "bench/tidegate_bench/json_value.h"
+#include <nlohmann/json.hpp>
 
 namespace tidegate::bench {
 
 namespace {
 
+using Json = nlohmann::json;
+
 // Counts in the files are JSON numbers: whole, non-negative and exact in a double.
-bool whole_number(const JsonValue* v, int64_t* out) {
+bool whole_number(const Json* v, int64_t* out) {
   if (v == nullptr || !v->is_number()) return false;
-  const double d = v->number();
+  const double d = v->get<double>();
   if (!(d >= 0 && d <= 9007199254740992.0) || std::floor(d) != d) return false;
   *out = static_cast<int64_t>(d);
   return true;
 }
 
-Status read_tensor(const JsonValue& item, size_t position, const std::string& source,
+// The member `key` of an object, or nullptr.
+const Json* member(const Json& object, const char* key) {
+  if (!object.is_object()) return nullptr;
+  auto it = object.find(key);
+  return it == object.end() ? nullptr : &*it;
+}
+
+Status read_tensor(const Json& item, size_t position, const std::string& source,
                    ProfileTensor* t) {
   const std::string where = source + ": tensor #" + std::to_string(position);
-  const JsonValue* name = item.find("name");
-  const JsonValue* layer = item.find("layer");
-  const JsonValue* dtype = item.find("dtype");
-  const JsonValue* shape = item.find("shape");
-  const JsonValue* flops = item.find("layer_flops_fwd_bwd");
+  const Json* name = member(item, "name");
+  const Json* layer = member(item, "layer");
+  const Json* dtype = member(item, "dtype");
+  const Json* shape = member(item, "shape");
+  const Json* flops = member(item, "layer_flops_fwd_bwd");
   int64_t backward_index = 0;
   if (!item.is_object() || name == nullptr || !name->is_string() || layer == nullptr ||
       !layer->is_string() || shape == nullptr || !shape->is_array() || flops == nullptr ||
-      !flops->is_number() || flops->number() < 0 || !whole_number(item.find("numel"), &t->numel) ||
-      !whole_number(item.find("forward_index"), &t->forward_index) ||
-      !whole_number(item.find("backward_index"), &backward_index)) {
+      !flops->is_number() || flops->get<double>() < 0 ||
+      !whole_number(member(item, "numel"), &t->numel) ||
+      !whole_number(member(item, "forward_index"), &t->forward_index) ||
+      !whole_number(member(item, "backward_index"), &backward_index)) {
     return config_error(where +
                         ": needs name, layer, shape, numel, forward_index, "
                         "backward_index and layer_flops_fwd_bwd");
   }
-  t->name = name->text();
-  t->layer = layer->text();
-  t->layer_flops = flops->number();
+  t->name = name->get<std::string>();
+  t->layer = layer->get<std::string>();
+  t->layer_flops = flops->get<double>();
   const std::string named = where + " (" + t->name + ")";
-  if (dtype != nullptr && (!dtype->is_string() || dtype->text() != "float32")) {
+  if (dtype != nullptr && (!dtype->is_string() || dtype->get<std::string>() != "float32")) {
     return config_error(named + ": only float32 gradients are replayed");
   }
   int64_t product = 1;
-  for (const JsonValue& dim : shape->items()) {
+  for (const Json& dim : *shape) {
     int64_t d = 0;
     if (!whole_number(&dim, &d)) return config_error(named + ": shape holds a non-count");
     product *= d;
@@ -95,19 +105,23 @@ int64_t StepProfile::total_numel() const {
 
 Status parse_step_profile(const std::string& text, const std::string& source,
                           StepProfile* profile) {
-  JsonValue doc;
-  TG_RETURN_IF_ERROR(parse_json(text, source, &doc));
-  const JsonValue* model = doc.find("model");
-  const JsonValue* tensors = doc.find("tensors");
+  Json doc;
+  try {
+    doc = Json::parse(text);
+  } catch (const Json::parse_error& e) {
+    return config_error(source + ": not JSON (byte " + std::to_string(e.byte) + "): " + e.what());
+  }
+  const Json* model = member(doc, "model");
+  const Json* tensors = member(doc, "tensors");
   if (model == nullptr || !model->is_string() || tensors == nullptr || !tensors->is_array() ||
-      tensors->items().empty()) {
+      tensors->empty()) {
     return config_error(source + ": a profile needs \"model\" and a non-empty \"tensors\" list");
   }
   StepProfile p;
-  p.model = model->text();
-  p.tensors.resize(tensors->items().size());
+  p.model = model->get<std::string>();
+  p.tensors.resize(tensors->size());
   for (size_t i = 0; i < p.tensors.size(); ++i) {
-    TG_RETURN_IF_ERROR(read_tensor(tensors->items()[i], i, source, &p.tensors[i]));
+    TG_RETURN_IF_ERROR(read_tensor((*tensors)[i], i, source, &p.tensors[i]));
   }
   TG_RETURN_IF_ERROR(check_profile(p, source));
   *profile = std::move(p);
