@@ -93,8 +93,8 @@ class BuildWithLibrary(BuildExtension):
         shutil.copy2(library, package_lib / LIBRARY_SONAME)
 
 
-# backend_unity.cc includes the eight sources that use ATen (csrc/backend_unity.cc says why).
-SOURCES = ["csrc/backend_unity.cc", "csrc/completion_pool.cc", "csrc/module.cc"]
+# backend_unity.cc includes the sources that use ATen (csrc/backend_unity.cc says why).
+SOURCES = ["csrc/backend_unity.cc", "csrc/completion_pool.cc", "csrc/module.cc", "csrc/session.cc"]
 
 
 def _compile_flags():

@@ -95,7 +95,10 @@ Status GradientSession::run_step(int64_t step) {
   // No deadline of its own: the engine bounds every op by its no-progress deadline, and a
   // long step that keeps moving must not be cut off.
   std::unique_lock<std::mutex> lock(mutex_);
-  changed_.wait(lock, [&] { return step_ > step || !failure_.is_ok(); });
+  changed_.wait(lock, [&] { return step_ > step || !failure_.is_ok() || stopping_; });
+  if (failure_.is_ok() && step_ <= step) {
+    return aborted_error("gradient session destroyed during step " + std::to_string(step));
+  }
   return failure_;
 }
 

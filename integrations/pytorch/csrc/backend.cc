@@ -1,5 +1,5 @@
 // ProcessGroupTidegate's life: creation through the group's store, shutdown, abort.
-#include <Python.h>  // first, as Python asks: shutdown() releases the GIL
+#include "gil.h"  // first (it includes Python.h): shutdown() releases the GIL
 
 #include "backend.h"
 
@@ -8,20 +8,6 @@
 #include "store_bridge.h"
 
 namespace tidegate_torch {
-
-namespace {
-
-// Runs `body` without the GIL when this thread holds it: torch may shut a group down from
-// Python, and the completions this waits for may run Python callbacks (DDP comm hooks).
-template <typename Body>
-void without_gil(Body&& body) {
-  PyThreadState* saved = nullptr;
-  if (Py_IsInitialized() && PyGILState_Check()) saved = PyEval_SaveThread();
-  body();
-  if (saved != nullptr) PyEval_RestoreThread(saved);
-}
-
-}  // namespace
 
 ProcessGroupTidegate::ProcessGroupTidegate(const c10::intrusive_ptr<c10d::Store>& store, int rank,
                                            int size, std::chrono::milliseconds timeout,
@@ -59,7 +45,29 @@ void ProcessGroupTidegate::check_open(const char* collective) const {
                        : "this process group was shut down; create a new one");
 }
 
+void ProcessGroupTidegate::attach(const std::shared_ptr<Attachment>& attachment,
+                                  const std::function<void(tidegate_comm_t)>& open) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  check_open("attach");
+  open(comm_);
+  attachments_.push_back(attachment);
+}
+
+void ProcessGroupTidegate::close_attachments() {
+  std::vector<std::weak_ptr<Attachment>> attachments;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    attachments.swap(attachments_);
+  }
+  for (const std::weak_ptr<Attachment>& weak : attachments) {
+    if (std::shared_ptr<Attachment> attachment = weak.lock()) attachment->close();
+  }
+}
+
 void ProcessGroupTidegate::shutdown() {
+  // A session still open on the communicator would outlive it (Python may keep the wrapper
+  // that owns it alive in a reference cycle until the next garbage collection).
+  without_gil([&] { close_attachments(); });
   tidegate_comm_t comm = nullptr;
   {
     std::lock_guard<std::mutex> lock(mutex_);
@@ -82,9 +90,11 @@ void ProcessGroupTidegate::abort() {
     aborted_ = true;
   }
   if (comm == nullptr) return;
-  // Fails every pending collective here and, through tidegate's abort message, on the peers.
+  // Fails every pending collective here and, through tidegate's abort message, on the peers;
+  // the sessions' pending ops fail with them, so closing those does not wait.
   tidegate_comm_abort(comm, "torch.distributed aborted the process group");
   without_gil([&] {
+    close_attachments();
     tidegate_comm_destroy(comm);
     completions_->shutdown();
   });

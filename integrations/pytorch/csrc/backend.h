@@ -12,6 +12,7 @@
 #include <torch/csrc/distributed/c10d/Store.hpp>
 
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -90,6 +91,27 @@ class ProcessGroupTidegate : public c10d::Backend {
   void shutdown() override;
   void abort() override;
 
+  // tidegate's own operations, for tidegate.torch's DDP hooks (backend_compressed.cc).
+  // Compressed allreduce of `tensor` in place (AVG over the ranks, float32/float16/bfloat16 CPU
+  // tensor), as tidegate_icompressed_allreduce with `compression`; the Work's Future holds
+  // [tensor] once every rank has the result.
+  c10::intrusive_ptr<c10d::Work> compressed_allreduce(const at::Tensor& tensor,
+                                                      const tidegate_compression_t& compression);
+  // This rank's compression state (error-feedback residuals, ...) as bytes, and back: local
+  // calls, ordered after the collectives posted before them (tidegate_ef_state_save/load).
+  std::string save_compression_state();
+  void load_compression_state(const std::string& bytes);
+
+  // Objects built on this group's communicator that must end before it does (a gradient
+  // session): `attachment->close()` runs in shutdown() or abort() unless it has been destroyed
+  // by then. `open` receives the communicator (checked open) under the group's lock.
+  struct Attachment {
+    virtual ~Attachment() = default;
+    virtual void close() = 0;
+  };
+  void attach(const std::shared_ptr<Attachment>& attachment,
+              const std::function<void(tidegate_comm_t)>& open);
+
  private:
   // Posts with `post(comm, &request)` and attaches completion to `work`; raises tidegate's
   // error if posting fails.
@@ -104,12 +126,15 @@ class ProcessGroupTidegate : public c10d::Backend {
     return work;
   }
   void check_open(const char* collective) const;
+  // Closes what attach() registered and still lives (outside mutex_: closing waits for ops).
+  void close_attachments();
 
   c10::intrusive_ptr<Options> options_;
   std::shared_ptr<CompletionPool> completions_;
   mutable std::mutex mutex_;
   tidegate_comm_t comm_ = nullptr;  // guarded by mutex_; null after shutdown()
   bool aborted_ = false;            // guarded by mutex_
+  std::vector<std::weak_ptr<Attachment>> attachments_;  // guarded by mutex_
 };
 
 }  // namespace tidegate_torch

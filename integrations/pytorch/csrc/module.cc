@@ -5,6 +5,7 @@
 #include <pybind11/stl.h>
 
 #include "backend.h"
+#include "session.h"
 
 namespace py = pybind11;
 
@@ -17,6 +18,29 @@ c10::intrusive_ptr<c10d::Backend> create_backend(const c10::intrusive_ptr<c10d::
       store, rank, size, std::chrono::milliseconds(timeout_ms), settings);
 }
 
+// The tidegate group behind `backend` (what ProcessGroup._get_backend returns), or a ValueError
+// naming the backend it is instead.
+tidegate_torch::ProcessGroupTidegate& tidegate_group(
+    const c10::intrusive_ptr<c10d::Backend>& backend, const char* what) {
+  auto* group = dynamic_cast<tidegate_torch::ProcessGroupTidegate*>(backend.get());
+  TORCH_CHECK_VALUE(group != nullptr, "tidegate ", what,
+                    " needs a process group on backend \"tidegate\", got one on \"",
+                    backend->getBackendName(), "\"");
+  return *group;
+}
+
+c10::intrusive_ptr<c10d::Work> compressed_allreduce(
+    const c10::intrusive_ptr<c10d::Backend>& backend, const at::Tensor& tensor,
+    const std::string& codec, uint64_t key, bool error_feedback,
+    const std::optional<std::string>& allowed) {
+  tidegate_compression_t compression{};
+  compression.codec = codec.c_str();
+  compression.key = key;
+  compression.error_feedback = error_feedback ? 1 : 0;
+  compression.allowed = allowed ? allowed->c_str() : nullptr;
+  return tidegate_group(backend, "compressed_allreduce").compressed_allreduce(tensor, compression);
+}
+
 }  // namespace
 
 PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
@@ -27,6 +51,28 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
         py::arg("timeout_ms"), py::arg("settings"), py::call_guard<py::gil_scoped_release>(),
         "A tidegate process group backend of `size` ranks rendezvousing through `store`; "
         "`settings` are (TIDEGATE_* variable, value) pairs applied over the environment.");
+  m.def("compressed_allreduce", &compressed_allreduce, py::arg("backend"), py::arg("tensor"),
+        py::arg("codec"), py::arg("key"), py::arg("error_feedback"),
+        py::arg("allowed") = py::none(),
+        "Averages `tensor` in place over the group, compressed with `codec` (a tidegate codec "
+        "spec, or \"auto\" choosing from `allowed`) under compression key `key`; returns the "
+        "Work (its future holds [tensor]).");
+  m.def(
+      "save_compression_state",
+      [](const c10::intrusive_ptr<c10d::Backend>& backend) {
+        return py::bytes(tidegate_group(backend, "save_compression_state").save_compression_state());
+      },
+      py::arg("backend"),
+      "This rank's compression state (residuals per key, ...) as bytes, taken after the "
+      "collectives posted before the call.");
+  m.def(
+      "load_compression_state",
+      [](const c10::intrusive_ptr<c10d::Backend>& backend, const std::string& bytes) {
+        tidegate_group(backend, "load_compression_state").load_compression_state(bytes);
+      },
+      py::arg("backend"), py::arg("state"),
+      "Replaces this rank's compression state with bytes from save_compression_state.");
+  tidegate_torch::register_session(m);
   m.def(
       "library_version", [] { return std::string(tidegate_version()); },
       "Version of the libtidegate this module is linked against.");
