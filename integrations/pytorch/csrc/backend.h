@@ -91,6 +91,11 @@ class ProcessGroupTidegate : public c10d::Backend {
   void shutdown() override;
   void abort() override;
 
+  // The tidegate group behind `backend` (what ProcessGroup._get_backend returns to Python);
+  // ValueError naming the backend it is instead, for `what` (backend_compressed.cc).
+  static ProcessGroupTidegate& of(const c10::intrusive_ptr<c10d::Backend>& backend,
+                                  const char* what);
+
   // tidegate's own operations, for tidegate.torch's DDP hooks (backend_compressed.cc).
   // Compressed allreduce of `tensor` in place (AVG over the ranks, float32/float16/bfloat16 CPU
   // tensor), as tidegate_icompressed_allreduce with `compression`; the Work's Future holds
@@ -101,6 +106,8 @@ class ProcessGroupTidegate : public c10d::Backend {
   // calls, ordered after the collectives posted before them (tidegate_ef_state_save/load).
   std::string save_compression_state();
   void load_compression_state(const std::string& bytes);
+  // Forgets it all (tidegate_ef_state_reset): residuals of a bucket layout that changed.
+  void reset_compression_state();
 
   // Objects built on this group's communicator that must end before it does (a gradient
   // session): `attachment->close()` runs in shutdown() or abort() unless it has been destroyed
@@ -132,8 +139,8 @@ class ProcessGroupTidegate : public c10d::Backend {
   c10::intrusive_ptr<Options> options_;
   std::shared_ptr<CompletionPool> completions_;
   mutable std::mutex mutex_;
-  tidegate_comm_t comm_ = nullptr;  // guarded by mutex_; null after shutdown()
-  bool aborted_ = false;            // guarded by mutex_
+  tidegate_comm_t comm_ = nullptr;                      // guarded by mutex_; null after shutdown()
+  bool aborted_ = false;                                // guarded by mutex_
   std::vector<std::weak_ptr<Attachment>> attachments_;  // guarded by mutex_
 };
 

@@ -4,10 +4,14 @@
 
 #include <pybind11/stl.h>
 
+#include <optional>
+#include <string>
+
 #include "backend.h"
 #include "session.h"
 
 namespace py = pybind11;
+using tidegate_torch::ProcessGroupTidegate;
 
 namespace {
 
@@ -16,17 +20,6 @@ c10::intrusive_ptr<c10d::Backend> create_backend(const c10::intrusive_ptr<c10d::
                                                  const tidegate_torch::Settings& settings) {
   return c10::make_intrusive<tidegate_torch::ProcessGroupTidegate>(
       store, rank, size, std::chrono::milliseconds(timeout_ms), settings);
-}
-
-// The tidegate group behind `backend` (what ProcessGroup._get_backend returns), or a ValueError
-// naming the backend it is instead.
-tidegate_torch::ProcessGroupTidegate& tidegate_group(
-    const c10::intrusive_ptr<c10d::Backend>& backend, const char* what) {
-  auto* group = dynamic_cast<tidegate_torch::ProcessGroupTidegate*>(backend.get());
-  TORCH_CHECK_VALUE(group != nullptr, "tidegate ", what,
-                    " needs a process group on backend \"tidegate\", got one on \"",
-                    backend->getBackendName(), "\"");
-  return *group;
 }
 
 c10::intrusive_ptr<c10d::Work> compressed_allreduce(
@@ -38,7 +31,8 @@ c10::intrusive_ptr<c10d::Work> compressed_allreduce(
   compression.key = key;
   compression.error_feedback = error_feedback ? 1 : 0;
   compression.allowed = allowed ? allowed->c_str() : nullptr;
-  return tidegate_group(backend, "compressed_allreduce").compressed_allreduce(tensor, compression);
+  return ProcessGroupTidegate::of(backend, "compressed_allreduce")
+      .compressed_allreduce(tensor, compression);
 }
 
 }  // namespace
@@ -60,7 +54,8 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   m.def(
       "save_compression_state",
       [](const c10::intrusive_ptr<c10d::Backend>& backend) {
-        return py::bytes(tidegate_group(backend, "save_compression_state").save_compression_state());
+        return py::bytes(
+            ProcessGroupTidegate::of(backend, "save_compression_state").save_compression_state());
       },
       py::arg("backend"),
       "This rank's compression state (residuals per key, ...) as bytes, taken after the "
@@ -68,10 +63,16 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   m.def(
       "load_compression_state",
       [](const c10::intrusive_ptr<c10d::Backend>& backend, const std::string& bytes) {
-        tidegate_group(backend, "load_compression_state").load_compression_state(bytes);
+        ProcessGroupTidegate::of(backend, "load_compression_state").load_compression_state(bytes);
       },
       py::arg("backend"), py::arg("state"),
       "Replaces this rank's compression state with bytes from save_compression_state.");
+  m.def(
+      "reset_compression_state",
+      [](const c10::intrusive_ptr<c10d::Backend>& backend) {
+        ProcessGroupTidegate::of(backend, "reset_compression_state").reset_compression_state();
+      },
+      py::arg("backend"), "Forgets this rank's compression state (every key's residuals).");
   tidegate_torch::register_session(m);
   m.def(
       "library_version", [] { return std::string(tidegate_version()); },

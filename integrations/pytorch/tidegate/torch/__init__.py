@@ -21,13 +21,16 @@ import os
 import torch  # noqa: F401  (loads libtorch, and with it torch's NCCL, before libtidegate)
 import torch.distributed as dist
 
-from . import _C
+from . import _C, hooks
 from ._launcher import adopt_launcher_environment
 from ._nccl import loaded_nccl_libraries
+from .wait_free import WaitFreeDataParallel
 
 __all__ = [
     "BACKEND_NAME",
+    "WaitFreeDataParallel",
     "adopt_launcher_environment",
+    "hooks",
     "library_version",
     "loaded_nccl_libraries",
     "register",
