@@ -58,6 +58,11 @@ def wait_with_timeout(groups_gloo):
 def shape_mismatch(groups_gloo):
     """LATE_RANK allreduces 12 elements, the others 10, on a group of all ranks."""
     group = dist.new_group(backend="tidegate", timeout=GROUP_TIMEOUT)
+    # Every rank finishes creating the group before any posts: otherwise a fast rank's mismatch
+    # (and the abort it sends) can reach a rank still in the group's end-of-creation barrier,
+    # which then fails new_group itself (a known race, noted for the library) instead of the
+    # all_reduce this scenario is about.
+    dist.barrier(group=groups_gloo)
     count = 12 if dist.get_rank() == LATE_RANK else 10
     seen = _outcome(lambda: dist.all_reduce(torch.ones(count), group=group))
     # The group failed; a collective posted on it now fails at once with the same cause.
