@@ -42,7 +42,10 @@ class CompressionState:
     Every rank must pass the same codec, error_feedback and allowed.
     """
 
-    def __init__(self, process_group=None, codec="qsgd:bits=4", error_feedback=True,
+    # The default is a codec that converges with error feedback on: top-k 1% reached dense
+    # accuracy on the digits MLP, while qsgd:bits=4 (512-element buckets) with error feedback
+    # diverged there (its error exceeds the signal).
+    def __init__(self, process_group=None, codec="topk:ratio=0.01", error_feedback=True,
                  allowed=None):
         if not isinstance(codec, str) or not codec:
             raise ValueError(f"codec must be a tidegate codec spec string, got {codec!r}")
