@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "bench/tidegate_bench/compressed_model.h"
+#include "bench/tidegate_bench/element_io.h"
 #include "bench/tidegate_bench/timing.h"
 #include "collectives/algorithm_table.h"
 #include "compress/float_io.h"
@@ -27,12 +28,6 @@ TensorView view_of(void* data, int64_t count, tidegate_dtype_t dtype) {
   v.count = count;
   v.dtype = dtype;
   return v;
-}
-
-uint64_t fnv1a(const std::vector<uint8_t>& bytes) {
-  uint64_t h = 1469598103934665603ull;
-  for (uint8_t b : bytes) h = (h ^ b) * 1099511628211ull;
-  return h;
 }
 
 }  // namespace
@@ -146,7 +141,7 @@ Status CompressedCase::check(tidegate_comm_t comm, CompressedCheck* result) {
   const bool dense = codec_ == nullptr || codec_->id() == CodecId::kNone;
   result->algorithm = dense ? "dense" : algorithm_;
   // Identical on every rank: gather the hashes.
-  int64_t hash = static_cast<int64_t>(fnv1a(output_));
+  int64_t hash = static_cast<int64_t>(fnv1a(output_.data(), output_.size()));
   std::vector<int64_t> hashes(static_cast<size_t>(size_));
   tidegate_tensor_t h = tidegate_host_tensor(&hash, 1, TIDEGATE_INT64);
   tidegate_tensor_t all = tidegate_host_tensor(hashes.data(), size_, TIDEGATE_INT64);

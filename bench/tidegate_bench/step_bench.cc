@@ -1,10 +1,10 @@
 #include "bench/tidegate_bench/step_bench.h"
 
 #include <cstdio>
-#include <cstring>
 #include <memory>
 #include <thread>
 
+#include "bench/tidegate_bench/element_io.h"
 #include "bench/tidegate_bench/step_report.h"
 #include "bench/tidegate_bench/timing.h"
 
@@ -30,20 +30,10 @@ void fill_gradients(std::vector<float>* g, int rank) {
   }
 }
 
-uint64_t hash_gradients(const std::vector<float>& g) {
-  uint64_t h = 1469598103934665603ull;
-  for (float v : g) {
-    uint32_t bits = 0;
-    std::memcpy(&bits, &v, sizeof bits);
-    h = (h ^ bits) * 1099511628211ull;
-  }
-  return h;
-}
-
 // MISMATCH naming the ranks whose gradients differ from rank 0's.
 Status check_identical(tidegate_comm_t comm, int size, const std::vector<float>& g,
                        const std::string& what) {
-  int64_t mine = static_cast<int64_t>(hash_gradients(g));
+  int64_t mine = static_cast<int64_t>(fnv1a(g.data(), g.size() * sizeof(float)));
   std::vector<int64_t> all(static_cast<size_t>(size));
   tidegate_tensor_t in = tidegate_host_tensor(&mine, 1, TIDEGATE_INT64);
   tidegate_tensor_t out = tidegate_host_tensor(all.data(), size, TIDEGATE_INT64);

@@ -254,10 +254,7 @@ Status GradientSession::wait_until(int64_t timeout_ms, const std::function<bool(
                                    const std::string& what) {
   const int64_t ms = timeout_ms >= 0 ? timeout_ms : comm_->config().timeout_ms();
   std::unique_lock<std::mutex> lock(mutex_);
-  const bool finished = changed_.wait_for(lock, Milliseconds(ms), [&] {
-    return done() || !failure_.is_ok();
-  });
-  (void)finished;
+  changed_.wait_for(lock, Milliseconds(ms), [&] { return done() || !failure_.is_ok(); });
   if (!failure_.is_ok()) return failure_;  // once failed, every wait says why
   if (done()) return Status::ok();
   return timeout_error("gradient session: " + what + " did not finish within " +
