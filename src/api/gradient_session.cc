@@ -188,14 +188,11 @@ Status GradientSession::check_registration_matches() {
   // the tables themselves always have equal lengths.
   std::vector<int64_t> head(table.begin(), table.begin() + 2);
   auto reduce_min = [&](std::vector<int64_t>* values) {
-    CollectiveArgs args;
-    args.kind = OpKind::kAllreduce;
-    args.reduce_op = TIDEGATE_MIN;
-    args.input.data = args.output.data = values->data();
-    args.input.count = args.output.count = static_cast<int64_t>(values->size());
-    args.input.dtype = args.output.dtype = TIDEGATE_INT64;
     std::shared_ptr<Request> request;
-    TG_RETURN_IF_ERROR(comm_->post(std::move(args), &request));
+    TG_RETURN_IF_ERROR(comm_->post(in_place_allreduce(values->data(),
+                                                      static_cast<int64_t>(values->size()),
+                                                      TIDEGATE_INT64, TIDEGATE_MIN),
+                                   &request));
     return request->wait(Deadline(Clock::time_point::max()));
   };
   TG_RETURN_IF_ERROR(reduce_min(&head));
@@ -218,6 +215,19 @@ Status GradientSession::check_registration_matches() {
     }
   }
   return Status::ok();
+}
+
+CollectiveArgs GradientSession::in_place_allreduce(void* data, int64_t count,
+                                                   tidegate_dtype_t dtype,
+                                                   tidegate_reduce_op_t op) {
+  CollectiveArgs args;
+  args.kind = OpKind::kAllreduce;
+  args.reduce_op = op;
+  args.input.data = data;
+  args.input.count = count;
+  args.input.dtype = dtype;
+  args.output = args.input;
+  return args;
 }
 
 size_t GradientSession::index_of(uint64_t key, Status* status) const {

@@ -67,6 +67,9 @@ class GradientSession {
   GradientSession(Communicator* comm, std::vector<Gradient> gradients,
                   tidegate_session_options_t options, ScheduleKnobs knobs);
 
+  // The session's own ops: an allreduce in place on `count` elements at `data`.
+  static CollectiveArgs in_place_allreduce(void* data, int64_t count, tidegate_dtype_t dtype,
+                                           tidegate_reduce_op_t op);
   Status check_registration_matches();
   size_t index_of(uint64_t key, Status* status) const;
   void run();

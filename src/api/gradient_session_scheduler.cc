@@ -106,13 +106,10 @@ Status GradientSession::post_negotiation(const std::vector<int32_t>& snapshot,
                                          std::shared_ptr<Request>* request,
                                          std::shared_ptr<std::vector<int32_t>>* result) {
   auto buffer = std::make_shared<std::vector<int32_t>>(snapshot);
-  CollectiveArgs args;
-  args.kind = OpKind::kAllreduce;
-  args.reduce_op = TIDEGATE_SUM;
-  args.input.data = args.output.data = buffer->data();
-  args.input.count = args.output.count = static_cast<int64_t>(buffer->size());
-  args.input.dtype = args.output.dtype = TIDEGATE_INT32;
-  TG_RETURN_IF_ERROR(comm_->post(std::move(args), request));
+  TG_RETURN_IF_ERROR(comm_->post(in_place_allreduce(buffer->data(),
+                                                    static_cast<int64_t>(buffer->size()),
+                                                    TIDEGATE_INT32, TIDEGATE_SUM),
+                                 request));
   // The buffer lives until the op is done, even if this step is given up before.
   (*request)->on_complete([buffer](const Status&) {});
   *result = std::move(buffer);
@@ -157,9 +154,6 @@ Status GradientSession::post_op(const ScheduledOp& op) {
   if (first.info.compressed) {
     args = first.compressed;
   } else {
-    args.kind = OpKind::kAllreduce;
-    args.reduce_op = options_.op;
-    args.rank_tree_order = true;  // the same bits fused, cut or alone
     if (op.fused()) {
       fused = std::make_shared<std::vector<char>>(static_cast<size_t>(op.bytes));
       size_t at = 0;
@@ -168,14 +162,15 @@ Status GradientSession::post_op(const ScheduledOp& op) {
         std::memcpy(fused->data() + at, view.data, view.bytes());
         at += view.bytes();
       }
-      args.input.data = fused->data();
-      args.input.count = op.bytes / static_cast<int64_t>(dtype_size(first.info.dtype));
-      args.input.dtype = first.info.dtype;
+      args = in_place_allreduce(fused->data(),
+                                op.bytes / static_cast<int64_t>(dtype_size(first.info.dtype)),
+                                first.info.dtype, options_.op);
     } else {
       const SchedulePiece& piece = op.pieces.front();
-      args.input = first.view.slice(piece.offset, piece.count);
+      const TensorView view = first.view.slice(piece.offset, piece.count);
+      args = in_place_allreduce(view.data, view.count, view.dtype, options_.op);
     }
-    args.output = args.input;
+    args.rank_tree_order = true;  // the same bits fused, cut or alone
   }
   {
     std::lock_guard<std::mutex> lock(mutex_);
