@@ -21,8 +21,7 @@ bool is_dense_spec(const char* codec) {
 // The smallest power of two in [lo, hi] whose predicted allreduce time is at least `factor`
 // times a tiny message's (where the per-message latency has become a small part of the cost);
 // `fallback` without a plan.
-int64_t plan_size(const Planner& planner, double factor, int64_t lo, int64_t hi,
-                  int64_t fallback) {
+int64_t plan_size(const Planner& planner, double factor, int64_t lo, int64_t hi, int64_t fallback) {
   const double tiny = planner.price_us(OpKind::kAllreduce, 8);
   if (!(tiny > 0)) return fallback;
   for (int64_t bytes = lo; bytes < hi; bytes *= 2) {
@@ -76,8 +75,8 @@ Status GradientSession::create(Communicator* comm, const tidegate_gradient_t* gr
   for (int64_t i = 0; i < count; ++i) {
     const tidegate_gradient_t& g = gradients[i];
     Gradient& r = registered[static_cast<size_t>(i)];
-    const std::string where = "gradient session: gradient " + std::to_string(i) + " (key " +
-                              std::to_string(g.key) + ")";
+    const std::string where =
+        "gradient session: gradient " + std::to_string(i) + " (key " + std::to_string(g.key) + ")";
     TG_CHECK_ARG(keys.insert(g.key).second, where + ": the key is registered twice");
     if (g.tensor.memory != TIDEGATE_MEMORY_HOST) {
       return Status(TIDEGATE_ERR_UNSUPPORTED,
@@ -92,9 +91,9 @@ Status GradientSession::create(Communicator* comm, const tidegate_gradient_t* gr
       compression.key = g.key;
       compression.error_feedback = g.error_feedback;
       compression.allowed = g.allowed;
-      Status st = compressed_allreduce_args(&g.tensor, &g.tensor, used.op, &compression,
-                                            &comm->codecs(), comm->default_allowed_codecs(),
-                                            &r.compressed);
+      Status st =
+          compressed_allreduce_args(&g.tensor, &g.tensor, used.op, &compression, &comm->codecs(),
+                                    comm->default_allowed_codecs(), &r.compressed);
       if (!st.is_ok()) return Status(st.code(), where + ": " + st.message());
       r.view = r.compressed.output;
     } else {
@@ -178,10 +177,9 @@ Status GradientSession::check_registration_matches() {
       codec += "/" + c.algorithm + (c.error_feedback ? "/ef" : "");
       for (const auto& allowed : c.allowed) codec += ";" + allowed->spec();
     }
-    const uint64_t fields[kFields] = {g.info.key, static_cast<uint64_t>(g.info.count),
-                                      static_cast<uint64_t>(g.info.dtype),
-                                      static_cast<uint64_t>(static_cast<int64_t>(g.info.priority)),
-                                      text_hash(codec)};
+    const uint64_t fields[kFields] = {
+        g.info.key, static_cast<uint64_t>(g.info.count), static_cast<uint64_t>(g.info.dtype),
+        static_cast<uint64_t>(static_cast<int64_t>(g.info.priority)), text_hash(codec)};
     for (int f = 0; f < kFields; ++f) put(1 + kFields * i + static_cast<size_t>(f), fields[f]);
   }
   // A rank with fewer gradients sends a shorter table: the count goes first in its own op so
@@ -189,17 +187,17 @@ Status GradientSession::check_registration_matches() {
   std::vector<int64_t> head(table.begin(), table.begin() + 2);
   auto reduce_min = [&](std::vector<int64_t>* values) {
     std::shared_ptr<Request> request;
-    TG_RETURN_IF_ERROR(comm_->post(in_place_allreduce(values->data(),
-                                                      static_cast<int64_t>(values->size()),
-                                                      TIDEGATE_INT64, TIDEGATE_MIN),
-                                   &request));
+    TG_RETURN_IF_ERROR(
+        comm_->post(in_place_allreduce(values->data(), static_cast<int64_t>(values->size()),
+                                       TIDEGATE_INT64, TIDEGATE_MIN),
+                    &request));
     return request->wait(Deadline(Clock::time_point::max()));
   };
   TG_RETURN_IF_ERROR(reduce_min(&head));
   const std::string me = "rank " + std::to_string(comm_->rank());
   if (static_cast<uint64_t>(head[0]) != ~static_cast<uint64_t>(head[1])) {
-    return mismatch_error("gradient session: ranks register different numbers of gradients (" +
-                          me + " registers " + std::to_string(n) +
+    return mismatch_error("gradient session: ranks register different numbers of gradients (" + me +
+                          " registers " + std::to_string(n) +
                           "); every rank must register the same gradients");
   }
   TG_RETURN_IF_ERROR(reduce_min(&table));
@@ -234,8 +232,7 @@ size_t GradientSession::index_of(uint64_t key, Status* status) const {
   for (size_t i = 0; i < gradients_.size(); ++i) {
     if (gradients_[i].info.key == key) return i;
   }
-  *status = invalid_argument("gradient session: key " + std::to_string(key) +
-                             " is not registered");
+  *status = invalid_argument("gradient session: key " + std::to_string(key) + " is not registered");
   return gradients_.size();
 }
 
@@ -316,9 +313,9 @@ Status GradientSession::step(tidegate_session_stats_t* stats) {
   }
   // Twice the deadline: a gradient some ranks never mark fails the step after one deadline
   // (and a negotiation round), and that named error is what the caller should see.
-  TG_RETURN_IF_ERROR(wait_until(2 * comm_->config().timeout_ms() + 1000,
-                                [&] { return step_ > step || gradients_.empty(); },
-                                "step " + std::to_string(step)));
+  TG_RETURN_IF_ERROR(wait_until(
+      2 * comm_->config().timeout_ms() + 1000, [&] { return step_ > step || gradients_.empty(); },
+      "step " + std::to_string(step)));
   if (stats != nullptr) {
     std::lock_guard<std::mutex> lock(mutex_);
     stats->steps = steps_finished_;

@@ -76,12 +76,11 @@ Status GradientSession::run_step(int64_t step) {
     if (schedule_.backlog_empty()) {
       std::unique_lock<std::mutex> lock(mutex_);
       if (outstanding_ops_ == 0) {
-        changed_.wait_for(lock, std::chrono::microseconds(options_.cycle_us), [&] {
-          return stopping_ || ready_version_ != seen_version;
-        });
+        changed_.wait_for(lock, std::chrono::microseconds(options_.cycle_us),
+                          [&] { return stopping_ || ready_version_ != seen_version; });
       }
-      if (stopping_) return aborted_error("gradient session destroyed during step " +
-                                          std::to_string(step));
+      if (stopping_)
+        return aborted_error("gradient session destroyed during step " + std::to_string(step));
     }
     // The next round goes before this batch, so it completes when the previous batch has.
     TG_RETURN_IF_ERROR(post_negotiation(snapshot(), &round, &counts));
@@ -106,10 +105,10 @@ Status GradientSession::post_negotiation(const std::vector<int32_t>& snapshot,
                                          std::shared_ptr<Request>* request,
                                          std::shared_ptr<std::vector<int32_t>>* result) {
   auto buffer = std::make_shared<std::vector<int32_t>>(snapshot);
-  TG_RETURN_IF_ERROR(comm_->post(in_place_allreduce(buffer->data(),
-                                                    static_cast<int64_t>(buffer->size()),
-                                                    TIDEGATE_INT32, TIDEGATE_SUM),
-                                 request));
+  TG_RETURN_IF_ERROR(
+      comm_->post(in_place_allreduce(buffer->data(), static_cast<int64_t>(buffer->size()),
+                                     TIDEGATE_INT32, TIDEGATE_SUM),
+                  request));
   // The buffer lives until the op is done, even if this step is given up before.
   (*request)->on_complete([buffer](const Status&) {});
   *result = std::move(buffer);

@@ -37,11 +37,10 @@ void GradientSchedule::agree(const int32_t* ready_on, int size) {
     agreed_[i] = true;
     ++agreed_count_;
     const Pending pending{i, 0, round_};
-    backlog_.insert(std::upper_bound(backlog_.begin(), backlog_.end(), pending,
-                                     [this](const Pending& a, const Pending& b) {
-                                       return before(a, b);
-                                     }),
-                    pending);
+    backlog_.insert(
+        std::upper_bound(backlog_.begin(), backlog_.end(), pending,
+                         [this](const Pending& a, const Pending& b) { return before(a, b); }),
+        pending);
   }
 }
 
@@ -64,8 +63,7 @@ std::vector<ScheduledOp> GradientSchedule::next_batch(bool all) {
     const int64_t element = static_cast<int64_t>(dtype_size(g.dtype));
     if (fusable(p)) {
       auto open = open_fusion.find(g.dtype);
-      if (open != open_fusion.end() &&
-          ops[open->second].bytes + g.bytes() > knobs_.fusion_bytes) {
+      if (open != open_fusion.end() && ops[open->second].bytes + g.bytes() > knobs_.fusion_bytes) {
         open_fusion.erase(open);  // full: the next one opens a new op
         open = open_fusion.end();
       }

@@ -181,8 +181,8 @@ TEST(GradientSchedule, TheSameAgreedCountsAlwaysGiveTheSameOps) {
   std::vector<SessionGradient> g;
   for (int i = 0; i < 60; ++i) {
     const int64_t count = static_cast<int64_t>(rng() % 3 == 0 ? rng() % 400000 : rng() % 3000);
-    g.push_back(grad(static_cast<uint64_t>(1000 - i), count, static_cast<int>(rng() % 20),
-                     rng() % 7 == 0));
+    g.push_back(
+        grad(static_cast<uint64_t>(1000 - i), count, static_cast<int>(rng() % 20), rng() % 7 == 0));
   }
   auto run = [&](uint32_t seed) {
     std::mt19937 rounds(seed);

@@ -42,7 +42,8 @@ RankGradients make_gradients(const std::vector<int64_t>& counts, int rank, int s
     b.resize(static_cast<size_t>(counts[i]));
     for (size_t e = 0; e < b.size(); ++e) {
       b[e] = std::sin(0.001f * static_cast<float>(e) + 0.37f * static_cast<float>(rank) +
-                      0.11f * static_cast<float>(i + 3 * step)) * 1.7f;
+                      0.11f * static_cast<float>(i + 3 * step)) *
+             1.7f;
     }
     tidegate_gradient_t spec{};
     spec.key = 500 + i;
