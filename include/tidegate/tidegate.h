@@ -310,9 +310,11 @@ TIDEGATE_API tidegate_status_t tidegate_request_wait(tidegate_request_t request,
 typedef void (*tidegate_request_callback_t)(void* user_data, tidegate_status_t status);
 
 /**
- * Register `callback(user_data, status)` to run once `request` finishes. It runs on the
- * communicator's progress thread as the request completes (requests complete in posting order),
- * or at once on the calling thread when the request has already finished. Several callbacks on
+ * Register `callback(user_data, status)` to run once `request` finishes. It runs on the thread
+ * that drives the communicator as the request completes (requests complete in posting order):
+ * its progress thread, or a thread inside a blocking collective of the same communicator (a
+ * blocking call runs the ops in flight itself while the progress thread is not busy; see
+ * TIDEGATE_CALLER_RUNS), or at once on the calling thread when the request has already finished. Several callbacks on
  * one request run in the order they were registered. The callback must return promptly: it must
  * not block, and must not wait for a request of the same communicator (that would stall the
  * progress thread); setting a future or signalling another thread is the intended use. The

@@ -17,10 +17,13 @@ tidegate_status_t c_api_report(const Status& status) {
   return status.code();
 }
 
-Status c_api_post(tidegate_comm_t comm, CollectiveArgs args, tidegate_request_t* request) {
+Status c_api_post(tidegate_comm_t comm, CollectiveArgs args, tidegate_request_t* request,
+                  Posting posting) {
   std::shared_ptr<Request> posted;
-  TG_RETURN_IF_ERROR(comm->impl->post(std::move(args), &posted));
-  *request = new tidegate_request{std::move(posted), comm->impl->config().timeout_ms()};
+  const bool blocking = posting == Posting::kBlocking;
+  TG_RETURN_IF_ERROR(comm->impl->post(std::move(args), &posted, blocking));
+  *request = new tidegate_request{std::move(posted), comm->impl->config().timeout_ms(),
+                                  blocking ? comm->impl.get() : nullptr};
   return Status::ok();
 }
 
@@ -29,7 +32,10 @@ tidegate_status_t c_api_wait_and_free(tidegate_request_t request) {
   // The engine bounds every running collective by its no-progress deadline
   // (TIDEGATE_TIMEOUT_MS) and always completes the request, so this wait needs no deadline
   // of its own: a long collective that keeps making progress is not cut off.
-  return c_api_guarded([&] { return owned->impl->wait(Deadline(Clock::time_point::max())); });
+  return c_api_guarded([&] {
+    if (owned->blocking_comm != nullptr) return owned->blocking_comm->wait(owned->impl);
+    return owned->impl->wait(Deadline(Clock::time_point::max()));
+  });
 }
 
 }  // namespace tidegate

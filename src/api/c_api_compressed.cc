@@ -19,16 +19,16 @@ namespace {
 tidegate_status_t post_compressed(tidegate_comm_t comm, const tidegate_tensor_t* input,
                                   const tidegate_tensor_t* output, tidegate_reduce_op_t op,
                                   const tidegate_compression_t* compression,
-                                  tidegate_request_t* request) {
+                                  tidegate_request_t* request,
+                                  tidegate::Posting posting = tidegate::Posting::kHandle) {
   return tidegate::c_api_guarded([&]() -> Status {
     TG_CHECK_ARG(comm != nullptr, "communicator is NULL");
     TG_CHECK_ARG(request != nullptr, "request output pointer is NULL");
     CollectiveArgs args;
-    TG_RETURN_IF_ERROR(tidegate::compressed_allreduce_args(input, output, op, compression,
-                                                           &comm->impl->codecs(),
-                                                           comm->impl->default_allowed_codecs(),
-                                                           &args));
-    return tidegate::c_api_post(comm, std::move(args), request);
+    TG_RETURN_IF_ERROR(
+        tidegate::compressed_allreduce_args(input, output, op, compression, &comm->impl->codecs(),
+                                            comm->impl->default_allowed_codecs(), &args));
+    return tidegate::c_api_post(comm, std::move(args), request, posting);
   });
 }
 
@@ -59,7 +59,8 @@ tidegate_status_t tidegate_compressed_allreduce(tidegate_comm_t comm,
                                                 tidegate_reduce_op_t op,
                                                 const tidegate_compression_t* compression) {
   tidegate_request_t request = nullptr;
-  const tidegate_status_t posted = post_compressed(comm, input, output, op, compression, &request);
+  const tidegate_status_t posted =
+      post_compressed(comm, input, output, op, compression, &request, tidegate::Posting::kBlocking);
   if (posted != TIDEGATE_OK) return posted;
   return tidegate::c_api_wait_and_free(request);
 }

@@ -16,6 +16,9 @@ struct tidegate_comm {
 struct tidegate_request {
   std::shared_ptr<tidegate::Request> impl;
   int64_t default_timeout_ms = 0;
+  // Set for a blocking collective's request only (it never outlives the call): the
+  // communicator whose engine the waiting caller may run (Communicator::wait).
+  tidegate::Communicator* blocking_comm = nullptr;
 };
 
 namespace tidegate {
@@ -35,8 +38,13 @@ tidegate_status_t c_api_guarded(Body&& body) {
   }
 }
 
+// How a request is posted: handed to the caller (i* calls), or waited for at once by the
+// blocking wrapper, which may then run the op on its own thread.
+enum class Posting { kHandle, kBlocking };
+
 // Posts validated args on comm and returns a new request handle.
-Status c_api_post(tidegate_comm_t comm, CollectiveArgs args, tidegate_request_t* request);
+Status c_api_post(tidegate_comm_t comm, CollectiveArgs args, tidegate_request_t* request,
+                  Posting posting = Posting::kHandle);
 
 // Waits for a request of a blocking wrapper and frees it; returns the collective's code.
 tidegate_status_t c_api_wait_and_free(tidegate_request_t request);

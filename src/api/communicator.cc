@@ -3,8 +3,8 @@
 #include <openssl/rand.h>
 
 #include "api/communicator_transports.h"
-#include "compress/codec_allow_list.h"
 #include "base/log.h"
+#include "compress/codec_allow_list.h"
 #include "select/probe.h"
 #include "select/probe_exchange.h"
 
@@ -143,12 +143,13 @@ Communicator::~Communicator() {
   }
 }
 
-Status Communicator::post(CollectiveArgs args, std::shared_ptr<Request>* request) {
+Status Communicator::post(CollectiveArgs args, std::shared_ptr<Request>* request,
+                          bool caller_waits) {
   std::lock_guard<std::mutex> lock(post_mutex_);
   if (shut_down_) return aborted_error("communicator was destroyed");
   args.op_seq = next_op_seq_;
   auto posted = std::make_shared<Request>(std::move(args));
-  TG_RETURN_IF_ERROR(engine_->post(posted));
+  TG_RETURN_IF_ERROR(engine_->post(posted, caller_waits));
   ++next_op_seq_;
   *request = std::move(posted);
   ++posted_user_ops_;
@@ -163,8 +164,9 @@ Status Communicator::post(CollectiveArgs args, std::shared_ptr<Request>* request
     round.input.dtype = round.output.dtype = TIDEGATE_FLOAT64;
     round.input.count = round.output.count = planner_->replan_statistics_count();
     round.reduce_op = TIDEGATE_SUM;
-    // A refusal means the communicator already failed; the caller's request reports that.
-    Status st = engine_->post(std::make_shared<Request>(std::move(round)));
+    // A refusal means the communicator already failed; the caller's request reports that. A
+    // caller who waits leaves the round to the progress thread once its own op finished.
+    Status st = engine_->post(std::make_shared<Request>(std::move(round)), caller_waits);
     if (st.is_ok()) ++next_op_seq_;
   }
   return Status::ok();

@@ -53,8 +53,13 @@ class Communicator {
   const Planner& planner() const { return *planner_; }
 
   // Assigns the next op sequence number and queues the collective. Thread-safe; the posting
-  // order across threads is the order they take the lock.
-  Status post(CollectiveArgs args, std::shared_ptr<Request>* request);
+  // order across threads is the order they take the lock. `caller_waits`: the caller calls
+  // wait() on the request next (a blocking collective).
+  Status post(CollectiveArgs args, std::shared_ptr<Request>* request, bool caller_waits = false);
+
+  // Waits for a request of this communicator, running the engine on this thread while no
+  // other thread does (ProgressEngine::wait_running). Thread-safe.
+  Status wait(const std::shared_ptr<Request>& request) { return engine_->wait_running(request); }
 
   // Runs `work` on the communicator's progress thread after every op posted before it has
   // finished and before any op posted after it starts (a local op: no message, no op number),

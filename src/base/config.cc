@@ -66,12 +66,17 @@ const std::vector<ConfigEntry>& config_table() {
        "Microseconds the progress thread keeps polling the transport (yielding between polls) "
        "before it sleeps while an op waits for peers; saves a sleep and wake-up per round of small "
        "messages. 0 sleeps at once."},
+      {"TIDEGATE_CALLER_RUNS", "1",
+       "1: a blocking call (tidegate_allreduce and the like) runs its op on the caller's thread "
+       "when the progress thread is not busy, saving the hand-over to that thread and back (two "
+       "wake-ups, most of a small op's time); 0: the progress thread runs every op."},
       {"TIDEGATE_SEED", "0",
        "Job seed of the stochastic codecs (qsgd, random-k, stochastic rounding, PowerSGD's first "
        "Q): draws are a pure function of (seed, tensor key, the key's step); every rank must use "
        "the same."},
       {"TIDEGATE_CODECS", "",
-       "Default allow-list of the compressed allreduce's codec \"auto\" (when the call gives none): "
+       "Default allow-list of the compressed allreduce's codec \"auto\" (when the call gives "
+       "none): "
        "the lossy codecs the plan may pick per tensor, e.g. none,fp16,topk:ratio=0.01,qsgd:bits=4; "
        "empty: auto always runs dense."},
       {"TIDEGATE_OPS_IN_FLIGHT", "4",
@@ -271,6 +276,11 @@ Status Config::validate_and_cache() {
       parse_size_variable(*this, "TIDEGATE_TCP_BUFFER_BYTES", 0, &tcp_buffer_bytes_));
   TG_RETURN_IF_ERROR(parse_size_variable(*this, "TIDEGATE_SEGMENT_BYTES", 4096, &segment_bytes_));
   TG_RETURN_IF_ERROR(parse_positive_integer(*this, "TIDEGATE_SPIN_US", 0, 100000, &spin_us_));
+  {
+    int64_t caller_runs = 1;
+    TG_RETURN_IF_ERROR(parse_positive_integer(*this, "TIDEGATE_CALLER_RUNS", 0, 1, &caller_runs));
+    caller_runs_ = caller_runs == 1;
+  }
   TG_RETURN_IF_ERROR(
       parse_positive_integer(*this, "TIDEGATE_OPS_IN_FLIGHT", 1, 64, &ops_in_flight_));
   {
@@ -331,8 +341,8 @@ Status Config::validate_and_cache() {
 
   TG_RETURN_IF_ERROR(parse_session_bytes(*this, "TIDEGATE_FUSION_BYTES", &fusion_bytes_));
   TG_RETURN_IF_ERROR(parse_session_bytes(*this, "TIDEGATE_CHUNK_BYTES", &chunk_bytes_));
-  TG_RETURN_IF_ERROR(parse_positive_integer(*this, "TIDEGATE_SESSION_CYCLE_US", 10, 10000000,
-                                            &session_cycle_us_));
+  TG_RETURN_IF_ERROR(
+      parse_positive_integer(*this, "TIDEGATE_SESSION_CYCLE_US", 10, 10000000, &session_cycle_us_));
 
   forced_algorithms_.clear();
   std::stringstream pairs(raw("TIDEGATE_ALGO"));

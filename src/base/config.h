@@ -52,6 +52,7 @@ class Config {
   int64_t replan_interval() const { return replan_interval_; }  // 0 = never
   double replan_margin() const { return replan_margin_; }
   int64_t spin_us() const { return spin_us_; }
+  bool caller_runs() const { return caller_runs_; }
   int64_t ops_in_flight() const { return ops_in_flight_; }
   uint64_t codec_seed() const { return codec_seed_; }
   // Gradient session knobs: 0 = auto (from the plan), -1 = off.
@@ -86,6 +87,7 @@ class Config {
   int64_t replan_interval_ = 64;
   double replan_margin_ = 0.25;
   int64_t spin_us_ = 100;
+  bool caller_runs_ = true;
   int64_t ops_in_flight_ = 4;
   uint64_t codec_seed_ = 0;
   int64_t fusion_bytes_ = 0;

@@ -20,6 +20,14 @@ constexpr Milliseconds kMaxBlock(50);
 // did not run in between (SIGSTOP, a debugger, heavy swapping): every pass blocks for at most
 // kMaxBlock, and work between passes is bounded.
 constexpr Milliseconds kSelfStallGap(1000);
+// How long the progress thread parks after an op, off the transports, so that the next blocking
+// call can run its op on its own thread (see "Who drives"). Short against the liveness interval
+// (>= 50 ms, and a peer waits three of them before it calls a rank silent), so a peer's notice
+// is still answered in time; long enough to span the gap between a trainer's small ops.
+constexpr Milliseconds kParkAfterOp(5);
+// How often a blocking caller that found another thread driving looks again whether it may
+// drive (it is woken at once when its op completes).
+constexpr std::chrono::microseconds kDriverRecheck(1000);
 
 std::string seconds_text(Clock::duration d) {
   const int64_t tenths = std::chrono::duration_cast<Milliseconds>(d).count() / 100;
@@ -68,7 +76,8 @@ const AlgorithmRow* in_rank_tree_order(const Config& config, const CollectiveArg
   }
   const std::string_view name = row != nullptr ? row->name : "";
   if (name == "recursive_doubling" || name == "rabenseifner") return row;
-  const bool small = static_cast<int64_t>(args.input.bytes()) <= config.recursive_doubling_max_bytes();
+  const bool small =
+      static_cast<int64_t>(args.input.bytes()) <= config.recursive_doubling_max_bytes();
   return find_algorithm(OpKind::kAllreduce, small ? "recursive_doubling" : "rabenseifner");
 }
 
@@ -97,6 +106,7 @@ ProgressEngine::~ProgressEngine() {
   {
     std::lock_guard<std::mutex> lock(mutex_);
     stopping_ = true;
+    unpark_ = true;
   }
   wake_all();
   if (thread_.joinable()) thread_.join();
@@ -104,25 +114,69 @@ ProgressEngine::~ProgressEngine() {
   fail(aborted_error("communicator destroyed before the op ran"));
 }
 
-Status ProgressEngine::post(std::shared_ptr<Request> request) {
+Status ProgressEngine::post(std::shared_ptr<Request> request, bool caller_waits) {
   {
     std::lock_guard<std::mutex> lock(mutex_);
     if (!failure_.is_ok()) {
-      return Status(failure_.code(), op_label(request->args()) +
-                                         " was refused: the communicator already failed: " +
-                                         failure_.message());
+      return Status(failure_.code(),
+                    op_label(request->args()) +
+                        " was refused: the communicator already failed: " + failure_.message());
     }
     if (stopping_ || draining_) return aborted_error("communicator is being destroyed");
     queue_.push_back(std::move(request));
+    // A parked progress thread holds no transport: the caller who waits next drives the op
+    // itself, and waking the thread would only make it compete for the driver's seat.
+    if (caller_waits && parked_ && context_.config->caller_runs()) return Status::ok();
+    unpark_ = true;
   }
   wake_all();
   return Status::ok();
+}
+
+Status ProgressEngine::wait_running(const std::shared_ptr<Request>& request) {
+  Status status;
+  if (!context_.config->caller_runs()) return request->wait(Deadline(Clock::time_point::max()));
+  while (!request->test(&status)) {
+    std::unique_lock<std::mutex> driver(driver_mutex_, std::try_to_lock);
+    if (!driver.owns_lock()) {
+      // The progress thread drives (it runs this op, or it is about to hand the seat back).
+      if (request->wait_until(Clock::now() + kDriverRecheck, &status)) return status;
+      continue;
+    }
+    while (!request->test(&status)) {
+      observe_running(kMaxBlock);
+      const Status abort_reason = take_pending_abort();
+      if (!abort_reason.is_ok()) {
+        fail(abort_reason);
+        continue;
+      }
+      admit_ops();
+      if (active_.empty()) break;  // nothing this thread can run (the request ends elsewhere)
+      advance_and_wait();
+    }
+    bool work_left = !active_.empty();
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      work_left = work_left || !queue_.empty();
+      if (work_left) unpark_ = true;
+    }
+    driver.unlock();
+    // Ops of other threads are left in the window or the queue: the progress thread goes on.
+    if (work_left) park_cv_.notify_all();
+  }
+  return status;
+}
+
+Status ProgressEngine::take_pending_abort() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return std::exchange(pending_abort_, Status::ok());
 }
 
 Status ProgressEngine::drain() {
   {
     std::lock_guard<std::mutex> lock(mutex_);
     draining_ = true;
+    unpark_ = true;
   }
   wake_all();
   if (thread_.joinable()) thread_.join();
@@ -131,6 +185,7 @@ Status ProgressEngine::drain() {
 
 void ProgressEngine::wake_all() {
   for (Transport* transport : transports_) transport->wake();
+  park_cv_.notify_all();
 }
 
 void ProgressEngine::abort(const Status& reason) {
@@ -143,6 +198,7 @@ void ProgressEngine::abort(const Status& reason) {
     // has already exited (after an earlier failure), in which case nobody else touches them.
     if (thread_running_) pending_abort_ = reason;
     thread_gone = !thread_running_;
+    unpark_ = true;
   }
   if (thread_gone) fail(reason);
   wake_all();
@@ -283,8 +339,8 @@ Status ProgressEngine::plan_op(ActiveOp& op) {
     op.args.input.count = op.args.output.count = planner_->replan_statistics_count();
   }
   TG_RETURN_IF_ERROR(planner_->choose(op.args, &op.decision));
-  if (const AlgorithmRow* tree = in_rank_tree_order(*context_.config, op.args,
-                                                    op.decision.algorithm);
+  if (const AlgorithmRow* tree =
+          in_rank_tree_order(*context_.config, op.args, op.decision.algorithm);
       tree != op.decision.algorithm) {
     op.decision.algorithm = tree;
     op.decision.entry_index = op.decision.choice_index = -1;  // not the plan's choice: no record
@@ -412,6 +468,7 @@ void ProgressEngine::complete_in_order() {
     request->set_bytes_sent(active_.front().bytes_sent);
     request->set_choice(std::move(active_.front().choice));
     active_.pop_front();
+    last_op_finished_ = Clock::now();
     request->complete(Status::ok());
   }
 }
@@ -613,7 +670,40 @@ Status ProgressEngine::progress_idle() {
   return Status::ok();
 }
 
+void ProgressEngine::advance_and_wait() {
+  const bool moved = advance_ops();
+  complete_in_order();
+  if (active_.empty()) return;
+  Status st = check_deadlines(Clock::now());
+  if (st.is_ok() && !moved) st = wait_on_wire(any_local_work());
+  if (!st.is_ok()) fail_and_tell_peers(st);
+}
+
+void ProgressEngine::idle(std::unique_lock<std::mutex>& driver) {
+  const Clock::time_point park_until = last_op_finished_ + kParkAfterOp;
+  if (context_.config->caller_runs() && Clock::now() < park_until) {
+    std::unique_lock<std::mutex> lock(mutex_);
+    if (!queue_.empty() || unpark_) {
+      unpark_ = false;
+      return;
+    }
+    parked_ = true;
+    driver.unlock();
+    park_cv_.wait_until(lock, park_until, [&] { return unpark_; });
+    parked_ = false;
+    unpark_ = false;
+    lock.unlock();
+    driver.lock();
+    // Time parked, or waiting for a caller that drove meanwhile, is not a stall of this process.
+    last_observed_ = Clock::now();
+    return;
+  }
+  Status st = progress_idle();
+  if (!st.is_ok()) fail_and_tell_peers(st);
+}
+
 void ProgressEngine::run() {
+  std::unique_lock<std::mutex> driver(driver_mutex_);
   while (true) {
     observe_running(kMaxBlock);  // every pass blocks for at most kMaxBlock
     Status abort_reason;
@@ -632,16 +722,10 @@ void ProgressEngine::run() {
     }
     admit_ops();
     if (active_.empty()) {
-      Status st = progress_idle();
-      if (!st.is_ok()) fail_and_tell_peers(st);
+      idle(driver);
       continue;
     }
-    const bool moved = advance_ops();
-    complete_in_order();
-    if (active_.empty()) continue;
-    Status st = check_deadlines(Clock::now());
-    if (st.is_ok() && !moved) st = wait_on_wire(any_local_work());
-    if (!st.is_ok()) fail_and_tell_peers(st);
+    advance_and_wait();
   }
 }
 

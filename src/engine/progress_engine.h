@@ -15,8 +15,19 @@
 // failure of any op aborts the transports (so peers learn of it) and fails that op and every
 // other op, in flight or queued, with that error: after a failed collective the ranks no longer
 // agree on what was sent.
+//
+// Who drives: one thread at a time runs the engine (the window, the transports, the codec
+// state), the one holding driver_mutex_. That is the progress thread, except while a caller of
+// a blocking collective finds it not busy: the caller then runs the engine itself until its op
+// finished (wait_running), as gloo runs every op, so a small op costs its messages only and not
+// a hand-over to the progress thread and back (two wake-ups of a sleeping thread, most of a
+// 1 KiB allreduce's time on a busy host). So that the next blocking call finds it free, the
+// progress thread parks for a moment after an op (kParkAfterOp) without touching the
+// transports; after that it watches them while idle, as before, so a peer's abort or liveness
+// notice is answered. Which thread drives changes nothing on the wire.
 #pragma once
 
+#include <condition_variable>
 #include <deque>
 #include <memory>
 #include <mutex>
@@ -50,8 +61,14 @@ class ProgressEngine {
   ProgressEngine& operator=(const ProgressEngine&) = delete;
 
   // Queues a request (its op_seq already assigned in posting order). Thread-safe. Fails at
-  // once, without queueing, when the communicator has already failed.
-  Status post(std::shared_ptr<Request> request);
+  // once, without queueing, when the communicator has already failed. `caller_waits`: the
+  // poster calls wait_running() on it next, so a parked progress thread is left asleep.
+  Status post(std::shared_ptr<Request> request, bool caller_waits = false);
+
+  // Waits for `request` (posted here) and returns its status. While no other thread drives the
+  // engine (see "Who drives"), the calling thread does, until its request finished; otherwise
+  // it waits for the driver. Bounded like every op by the ops' deadlines. Thread-safe.
+  Status wait_running(const std::shared_ptr<Request>& request);
 
   // Waits until every queued op has finished or failed (each under its own deadline), then
   // stops the thread. Returns the communicator's failure, if any.
@@ -66,12 +83,21 @@ class ProgressEngine {
   // Ops that may be in flight at once (TIDEGATE_OPS_IN_FLIGHT).
   int window() const { return window_; }
 
-  // The communicator's codec state. Touch it only from the progress thread: in a local op
+  // The communicator's codec state. Touch it only from the driver: in a local op
   // (CollectiveArgs::local_work), which runs there between the ops posted before and after it.
   CompressionState* compression_state() { return &compression_; }
 
  private:
   void run();
+  // The progress thread between ops: parks without the transports for a moment after an op
+  // (so a blocking caller can drive), then watches them (progress_idle). `driver` is held on
+  // entry and on return.
+  void idle(std::unique_lock<std::mutex>& driver);
+  // Takes a pending abort (from abort() on another thread); ok when none. Driver only.
+  Status take_pending_abort();
+  // The part of an engine pass after admitting ops: advance, complete in order, check the
+  // deadlines, wait on the wire when nothing moved. Driver only.
+  void advance_and_wait();
   // Moves queued ops into the window while it has room (progress thread). A local op runs here,
   // once the window is empty.
   void admit_ops();
@@ -128,16 +154,21 @@ class ProgressEngine {
   Planner* planner_ = nullptr;          // nullptr: fixed rule on transports_[0]
   const int64_t spin_us_;               // TIDEGATE_SPIN_US: polling before blocking
   const int window_;                    // TIDEGATE_OPS_IN_FLIGHT
+  std::mutex driver_mutex_;             // held by the thread that drives (see "Who drives")
   mutable std::mutex mutex_;
   std::deque<std::shared_ptr<Request>> queue_;  // guarded by mutex_
   Status failure_;                              // guarded by mutex_
   bool stopping_ = false;                       // guarded by mutex_
   bool draining_ = false;                       // guarded by mutex_
   bool thread_running_ = false;                 // guarded by mutex_
-  Status pending_abort_;                        // guarded by mutex_; applied by the thread
+  Status pending_abort_;                        // guarded by mutex_; applied by the driver
+  bool parked_ = false;  // guarded by mutex_: the progress thread is parked (see idle())
+  bool unpark_ = false;  // guarded by mutex_: work for the parked progress thread
+  std::condition_variable park_cv_;  // with mutex_: wakes the parked progress thread
 
-  // Owned by the progress thread.
+  // Owned by the driver (driver_mutex_).
   CompressionState compression_;
+  Clock::time_point last_op_finished_;    // when the driver last completed an op
   std::deque<ActiveOp> active_;           // the window, in posting order
   std::vector<bool> transport_activity_;  // per transport: moved in the last wait_on_wire()
   // The last time the progress thread found it had not run for a while, and for how long.

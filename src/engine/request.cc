@@ -45,6 +45,13 @@ Status Request::wait(Deadline deadline) const {
   return status_;
 }
 
+bool Request::wait_until(Clock::time_point until, Status* status) const {
+  std::unique_lock<std::mutex> lock(mutex_);
+  if (!finished_.wait_until(lock, until, [&] { return done_; })) return false;
+  *status = status_;
+  return true;
+}
+
 void Request::on_complete(Callback callback) {
   {
     std::lock_guard<std::mutex> lock(mutex_);

@@ -36,8 +36,12 @@ class Request {
   // Blocks until finished or the deadline; TIMEOUT (naming the op) if the deadline came first.
   Status wait(Deadline deadline) const;
 
+  // Blocks until finished (true, final status in *status) or `until` (false).
+  bool wait_until(Clock::time_point until, Status* status) const;
+
   // Runs `callback(final status)` once the request finishes: on the thread that completes it
-  // (the communicator's progress thread), or at once on this thread if it already finished.
+  // (the one driving the communicator: its progress thread, or a caller of a blocking
+  // collective running ops itself), or at once on this thread if it already finished.
   // Callbacks run in the order they were added. A callback must not block or wait for
   // another request of the same communicator (it would hold up the progress thread).
   // Thread-safe.

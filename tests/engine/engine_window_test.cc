@@ -14,9 +14,7 @@
 #include <thread>
 #include <vector>
 
-#include "engine/progress_engine.h"
-#include "harness.h"
-#include "loopback_transport.h"
+#include "engine_world.h"
 
 namespace tidegate::testing {
 namespace {
@@ -94,63 +92,12 @@ class GatedTransport : public Transport {
   Handle next_held_ = Handle{1} << 62;  // far from the inner transport's handles
 };
 
-struct Rank {
-  std::unique_ptr<Transport> transport;
-  std::unique_ptr<ProgressEngine> engine;
-};
-
-// Engines of `size` ranks over one loopback hub (rank 0's transport optionally gated).
-class EngineWorld {
- public:
-  EngineWorld(int size, const Config& config, bool gate_rank0 = false)
-      : hub_(size, LoopbackOptions{}), config_(config), ranks_(static_cast<size_t>(size)) {
-    for (int r = 0; r < size; ++r) {
-      std::unique_ptr<Transport> transport = hub_.connect(r);
-      if (gate_rank0 && r == 0) transport = std::make_unique<GatedTransport>(std::move(transport));
-      TaskContext context;
-      context.transport = transport.get();
-      context.rank = r;
-      context.size = size;
-      context.comm_id = 99;
-      context.config = &config_;
-      ranks_[static_cast<size_t>(r)].transport = std::move(transport);
-      ranks_[static_cast<size_t>(r)].engine = std::make_unique<ProgressEngine>(context);
-    }
-  }
-  ~EngineWorld() {
-    for (Rank& rank : ranks_) rank.engine.reset();  // before the transports they drive
-  }
-  int size() const { return static_cast<int>(ranks_.size()); }
-  ProgressEngine& engine(int rank) { return *ranks_[static_cast<size_t>(rank)].engine; }
-
- private:
-  LoopbackHub hub_;
-  Config config_;
-  std::vector<Rank> ranks_;
-};
-
-CollectiveArgs allreduce_args(uint64_t op_seq, std::vector<float>& data, int64_t count) {
-  CollectiveArgs args;
-  args.kind = OpKind::kAllreduce;
-  args.op_seq = op_seq;
-  args.reduce_op = TIDEGATE_SUM;
-  TensorView view;
-  view.data = data.data();
-  view.count = count;
-  view.dtype = TIDEGATE_FLOAT32;
-  args.input = args.output = view;
-  return args;
-}
-
-Config config_with(int window, int64_t timeout_ms = 20000) {
-  return make_config({{"TIDEGATE_OPS_IN_FLIGHT", std::to_string(window)},
-                      {"TIDEGATE_TIMEOUT_MS", std::to_string(timeout_ms)}});
-}
-
 TEST(EngineWindow, AnOpThatNeedsALaterOneFinishesOnlyWithAWindow) {
   for (int window : {1, 4}) {
     SCOPED_TRACE("window " + std::to_string(window));
-    EngineWorld world(2, config_with(window, 1500), /*gate_rank0=*/true);
+    EngineWorld world(2, config_with(window, 1500), [](std::unique_ptr<Transport> inner) {
+      return std::make_unique<GatedTransport>(std::move(inner));
+    });
     std::vector<std::vector<float>> op0(2, std::vector<float>(64, 1.0f));
     std::vector<std::vector<float>> op1(2, std::vector<float>(64, 2.0f));
     std::vector<Status> first(2), second(2);
