@@ -94,6 +94,8 @@ const char* bench_usage() {
          "                  row) or one transport (tcp, mpi, ucx, nccl; sets TIDEGATE_TRANSPORT)\n"
          "  --compare-choices 0|1  also time every transport/algorithm forced, same buffers,\n"
          "                  and print auto's time over the fastest (0)\n"
+         "  --choices LIST  time only these forced choices, e.g. mpi/native,tcp/ring\n"
+         "                  (implies --compare-choices 1; ones the case cannot run are left out)\n"
          "  --algo A        force the algorithm (sets TIDEGATE_ALGO=<collective>=A)\n"
          "  --json FILE     write one JSON object per row to FILE (rank 0)\n"
          "  --baseline mpi  also time the matching MPI collective on the same buffers\n"
@@ -144,7 +146,10 @@ Status parse_word_flag(const std::string& flag, const char* value, BenchOptions*
     o->json_path = value;
   else if (flag == "--codec")
     o->codecs = split_codec_list(value);
-  else if (flag == "--codec-algo")
+  else if (flag == "--choices") {
+    o->choices = split_codec_list(value);
+    o->compare_choices = true;
+  } else if (flag == "--codec-algo")
     o->codec_algorithm = value;
   else if (flag == "--allowed")
     o->allowed = value;

@@ -33,6 +33,7 @@ struct BenchOptions {
   std::string json_path;         // --json
   bool baseline_mpi = false;     // --baseline mpi
   bool compare_choices = false;  // --compare-choices 1: also time every forced transport/algorithm
+  std::vector<std::string> choices;  // --choices: only these (empty: every one the case can run)
   Bootstrap bootstrap = Bootstrap::kAuto;  // --bootstrap
   // --codec: after each size's dense row, one row per codec spec (compressed allreduce).
   std::vector<std::string> codecs;

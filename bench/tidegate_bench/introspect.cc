@@ -72,7 +72,8 @@ std::string creation_summary(tidegate_comm_t comm) {
   return text;
 }
 
-std::vector<std::string> forced_choices(tidegate_comm_t comm, BenchCase& c) {
+std::vector<std::string> forced_choices(tidegate_comm_t comm, BenchCase& c,
+                                        const std::vector<std::string>& only) {
   CollectiveArgs args = case_args(c);
   std::vector<std::string> choices;
   std::string names = comm->impl->transport_names() + ",";
@@ -85,6 +86,8 @@ std::vector<std::string> forced_choices(tidegate_comm_t comm, BenchCase& c) {
       algorithms.emplace_back("native");
     }
     for (const std::string& algorithm : algorithms) {
+      const std::string name = transport + "/" + algorithm;
+      if (!only.empty() && std::find(only.begin(), only.end(), name) == only.end()) continue;
       args.force_transport = transport;
       args.force_algorithm = algorithm;
       // Only choices this build can run for the case (e.g. native only where the transport
@@ -102,9 +105,10 @@ tidegate_status_t run_choice(tidegate_comm_t comm, BenchCase& c, const std::stri
   const size_t slash = choice.find('/');
   args.force_transport = choice.substr(0, slash);
   args.force_algorithm = choice.substr(slash + 1);
+  // Posted and waited for as a blocking collective is, so forced and auto rows pay the same.
   std::shared_ptr<Request> request;
-  Status st = comm->impl->post(std::move(args), &request);
-  if (st.is_ok()) st = request->wait(Deadline::after_ms(comm->impl->config().timeout_ms()));
+  Status st = comm->impl->post(std::move(args), &request, /*caller_waits=*/true);
+  if (st.is_ok()) st = comm->impl->wait(request);
   return st.code();
 }
 

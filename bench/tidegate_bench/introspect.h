@@ -17,7 +17,9 @@ std::string planned_algorithm(tidegate_comm_t comm, BenchCase& c);
 // The probe's figures as one line: "probe 412 ms (measured); tcp alpha 31.2 us, 0.118 GB/s; ...".
 std::string creation_summary(tidegate_comm_t comm);
 // Every "transport/algorithm" this communicator can run the case with (for --compare-choices).
-std::vector<std::string> forced_choices(tidegate_comm_t comm, BenchCase& c);
+// `only`, when not empty, keeps just the choices it names.
+std::vector<std::string> forced_choices(tidegate_comm_t comm, BenchCase& c,
+                                        const std::vector<std::string>& only = {});
 // Runs the case once (out of place) forced onto `choice`, blocking.
 tidegate_status_t run_choice(tidegate_comm_t comm, BenchCase& c, const std::string& choice);
 

@@ -191,7 +191,7 @@ Status bench_one_size(const BenchOptions& o, const Session& s, int64_t bytes, Ro
   const std::string after = planned_algorithm(s.comm, c);
   if (after != row->algo) row->algo += "->" + after;
   if (o.compare_choices) {
-    for (const std::string& choice : forced_choices(s.comm, c)) {
+    for (const std::string& choice : forced_choices(s.comm, c, o.choices)) {
       Measurement m;
       TG_RETURN_IF_ERROR(time_choice(o, s, c, choice, &m));
       row->choices.emplace_back(choice, m);

@@ -30,8 +30,8 @@ Status parse_sfb_shape(const std::string& text, SfbShapeOption* shape) {
   return Status::ok();
 }
 
-Status run_sfb_bench(tidegate_comm_t comm, int rank, int size, const SfbShapeOption& s,
-                     int warmup, int iters, const std::string& json_path) {
+Status run_sfb_bench(tidegate_comm_t comm, int rank, int size, const SfbShapeOption& s, int warmup,
+                     int iters, const std::string& json_path) {
   std::vector<float> u(static_cast<size_t>(s.k * s.m)), v(static_cast<size_t>(s.k * s.n));
   for (size_t i = 0; i < u.size(); ++i) u[i] = std::sin(0.01f * static_cast<float>(i + rank));
   for (size_t i = 0; i < v.size(); ++i) v[i] = std::cos(0.02f * static_cast<float>(i + rank));
@@ -58,11 +58,11 @@ Status run_sfb_bench(tidegate_comm_t comm, int rank, int size, const SfbShapeOpt
       json = std::fopen(json_path.c_str(), "a");
       if (json == nullptr) return config_error("cannot open --json file '" + json_path + "'");
     }
-    std::printf("# sufficient factors: K=%lld per rank, M=%lld, N=%lld, %d ranks: matrix %.1f MiB,"
-                " factors %.2f MiB per rank\n",
-                static_cast<long long>(s.k), static_cast<long long>(s.m),
-                static_cast<long long>(s.n), size, s.m * s.n * 4.0 / (1 << 20),
-                s.k * (s.m + s.n) * 4.0 / (1 << 20));
+    std::printf(
+        "# sufficient factors: K=%lld per rank, M=%lld, N=%lld, %d ranks: matrix %.1f MiB,"
+        " factors %.2f MiB per rank\n",
+        static_cast<long long>(s.k), static_cast<long long>(s.m), static_cast<long long>(s.n), size,
+        s.m * s.n * 4.0 / (1 << 20), s.k * (s.m + s.n) * 4.0 / (1 << 20));
     std::printf("# %-12s %12s %10s  %s\n", "method", "median_ms", "speed-up", "choice");
   }
   double reference_ms = 0;

@@ -30,8 +30,7 @@ const Json* member(const Json& object, const char* key) {
   return it == object.end() ? nullptr : &*it;
 }
 
-Status read_tensor(const Json& item, size_t position, const std::string& source,
-                   ProfileTensor* t) {
+Status read_tensor(const Json& item, size_t position, const std::string& source, ProfileTensor* t) {
   const std::string where = source + ": tensor #" + std::to_string(position);
   const Json* name = member(item, "name");
   const Json* layer = member(item, "layer");

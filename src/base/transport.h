@@ -42,6 +42,9 @@ struct NativeCollectiveArgs {
   tidegate_reduce_op_t reduce_op = TIDEGATE_SUM;
   tidegate_memory_t memory = TIDEGATE_MEMORY_HOST;
   void* stream = nullptr;  // cudaStream_t for device memory (nullptr = the transport's own)
+  // Every rank's header was compared for this op before it was posted (the engine's identity
+  // check), so a transport may skip its own header exchange. False: the transport checks.
+  bool identity_checked = false;
 };
 
 // What a transport can do. The selector trusts these, so they must tell the truth.

@@ -58,6 +58,10 @@ struct CollectiveArgs {
   // Internal: the engine's own re-planning agreement (an allreduce of the planner's
   // measured/predicted statistics; the engine supplies the buffers when it starts the op).
   bool replan_round = false;
+  // Internal: the engine ran this op's identity check (a header round on the first transport)
+  // before its main phase, so every rank's arguments are known to be the same; a native
+  // collective then skips the transport's own header exchange (one round less).
+  bool identity_checked = false;
 
   // Compressed allreduce (kind kAllreduce with a codec).
   CompressionArgs compression;

@@ -68,6 +68,7 @@ NativeCollectiveArgs native_args(NativeCollective kind, const CollectiveArgs& ar
   native.reduce_op = args.reduce_op;
   native.memory = args.input.memory;
   native.stream = args.input.stream;
+  native.identity_checked = args.identity_checked;
   return native;
 }
 

@@ -312,6 +312,12 @@ Status ProgressEngine::add_phase(ActiveOp& op, Transport* transport,
   return Status::ok();
 }
 
+Status ProgressEngine::add_identity_check(ActiveOp& op) {
+  TG_RETURN_IF_ERROR(add_phase(op, transports_.front(), identity_check_algorithm()));
+  op.args.identity_checked = true;  // the phases after it may rely on it
+  return Status::ok();
+}
+
 Status ProgressEngine::plan_op(ActiveOp& op) {
   op.args = op.request->args();
   CompressionArgs& compression = op.args.compression;
@@ -328,7 +334,7 @@ Status ProgressEngine::plan_op(ActiveOp& op) {
       compression.algorithm = row->name;  // part of the op's identity on the wire
     }
     if (compression.enabled() || shape_depends_on_arguments(op.args)) {
-      TG_RETURN_IF_ERROR(add_phase(op, transports_.front(), identity_check_algorithm()));
+      TG_RETURN_IF_ERROR(add_identity_check(op));
     }
     return add_phase(op, transports_.front(), *row);
   }
@@ -351,7 +357,7 @@ Status ProgressEngine::plan_op(ActiveOp& op) {
     // so ranks that disagree on the codec or the algorithm might not exchange a first message:
     // every compressed op checks its identity first, which names the disagreement.
     compression.algorithm = op.decision.algorithm->name;
-    TG_RETURN_IF_ERROR(add_phase(op, transports_.front(), identity_check_algorithm()));
+    TG_RETURN_IF_ERROR(add_identity_check(op));
     return add_phase(op, chosen, *op.decision.algorithm);
   }
   // Ranks whose op arguments differ (a count mismatch) may plan different transports or a
@@ -361,7 +367,7 @@ Status ProgressEngine::plan_op(ActiveOp& op) {
   // planned otherwise sends its first message there too, and the mismatch is named at once.
   if (op.decision.transport_index != 0 || op.decision.algorithm->native() ||
       shape_depends_on_arguments(op.args)) {
-    TG_RETURN_IF_ERROR(add_phase(op, transports_.front(), identity_check_algorithm()));
+    TG_RETURN_IF_ERROR(add_identity_check(op));
   }
   return add_phase(op, chosen, *op.decision.algorithm);
 }
@@ -382,7 +388,7 @@ Status ProgressEngine::plan_auto_op(ActiveOp& op) {
   if (op.decision.codec != nullptr) {
     compression.codec = op.decision.codec;
     compression.algorithm = row->name;
-    TG_RETURN_IF_ERROR(add_phase(op, transports_.front(), identity_check_algorithm()));
+    TG_RETURN_IF_ERROR(add_identity_check(op));
     return add_phase(op, chosen, *row);
   }
   // Dense. A key that was compressed before holds residuals (error feedback): they go into this
@@ -398,7 +404,7 @@ Status ProgressEngine::plan_auto_op(ActiveOp& op) {
     op.args.input = op.args.output;  // the dense allreduce runs in place on input + residuals
   }
   if (op.decision.transport_index != 0 || row->native()) {
-    TG_RETURN_IF_ERROR(add_phase(op, transports_.front(), identity_check_algorithm()));
+    TG_RETURN_IF_ERROR(add_identity_check(op));
   }
   return add_phase(op, chosen, *row);
 }

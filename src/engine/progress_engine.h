@@ -110,6 +110,8 @@ class ProgressEngine {
   Status plan_op(ActiveOp& op);
   Status plan_auto_op(ActiveOp& op);
   Status add_phase(ActiveOp& op, Transport* transport, const AlgorithmRow& algorithm);
+  // The identity check phase (a header round on the first transport) before the op's own.
+  Status add_identity_check(ActiveOp& op);
   // Starts the phases whose lanes are free and advances the running ones; returns whether any
   // phase finished.
   bool advance_ops();

@@ -253,9 +253,15 @@ bool Planner::replan_entry(size_t e) {
   // near-ties as well was measured to cost more than it found: on the emulated 1 Gbit
   // cluster a trial of Rabenseifner, predicted within 1% of the ring at 16 MiB, ran 1.9x
   // slower for a whole interval.)
+  //
+  // And only an alternative whose own prediction undercuts what the current choice really
+  // costs: a slowdown every choice shares (the per-op cost of a busy host, which dominates a
+  // small op and which the model does not price) says nothing for an alternative of more
+  // message rounds. Without this rule, a noisy interval at 4 B made the plan try Rabenseifner
+  // (four rounds) in place of recursive doubling (two) for a whole interval.
   if (ratio[current] <= 1.0 + inputs_.config->replan_margin()) return false;
   for (size_t c = 0; c < n; ++c) {
-    if (ratio[c] == 0) {
+    if (ratio[c] == 0 && entry.ranked[c].predicted_us < corrected(current)) {
       overrides_[e] = static_cast<int>(c);
       return true;
     }

@@ -186,6 +186,23 @@ TEST(BenchUnderTidegateRun, CompareChoicesTimesEveryForcedChoice) {
   }
 }
 
+// --choices LIST: only the forced choices listed are timed (one the case cannot run is left
+// out, not an error).
+TEST(BenchUnderTidegateRun, ChoicesTimesOnlyTheListedForcedChoices) {
+  TempPath json;
+  ProcessResult r = run_process(
+      {TIDEGATE_RUN_PATH, "-n", "2", "--", TIDEGATE_BENCH_PATH, "-b", "1K", "-e", "1K", "-n", "2",
+       "-w", "1", "-I", "0", "--choices", "tcp/ring,tcp/no_such_algorithm", "--json", json.path()},
+      seconds(120), {"TIDEGATE_TRANSPORT=tcp", "TIDEGATE_PROBE=off"});
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  std::vector<std::string> rows = read_lines(json.path());
+  ASSERT_EQ(rows.size(), 1u);
+  EXPECT_EQ(json_field(rows[0], "wrong"), "0");
+  EXPECT_NE(rows[0].find("\"choices\":{\"tcp/ring\":"), std::string::npos) << rows[0];
+  EXPECT_EQ(rows[0].find("recursive_doubling\":"), std::string::npos) << rows[0];
+  EXPECT_EQ(rows[0].find("no_such_algorithm"), std::string::npos) << rows[0];
+}
+
 // TIDEGATE_TRANSPORT in the environment is kept when --transport is not given.
 TEST(BenchUnderTidegateRun, TransportFromTheEnvironmentIsHonoured) {
   TempPath json;

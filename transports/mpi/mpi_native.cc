@@ -2,10 +2,12 @@
 // offered to the planner as the algorithm "native".
 //
 // Header check: before any data moves, every rank's 64-byte WireHeader is allgathered on the
-// collective communicator. Every rank then sees the same gathered headers and judges them the
-// same way (rank 0's header against each other rank's, in rank order), so on a mismatch every
-// rank fails the op with the identical error naming the two ranks and the field, and no rank
-// posts the data collective: nothing hangs and the collective communicator stays in step.
+// collective communicator (unless the engine ran its own identity check for the op already,
+// NativeCollectiveArgs::identity_checked: then the arguments are known to agree and the data
+// collective is posted at once, one round sooner). Every rank then sees the same gathered headers
+// and judges them the same way (rank 0's header against each other rank's, in rank order), so on a
+// mismatch every rank fails the op with the identical error naming the two ranks and the field, and
+// no rank posts the data collective: nothing hangs and the collective communicator stays in step.
 //
 // Ordering: MPI matches collectives on a communicator by posting order, so every rank must post
 // the header exchanges and the data collectives in the same sequence. Ops are kept in
@@ -188,6 +190,15 @@ void MpiTransport::advance_natives() {
     if (pending == nullptr) continue;
     Op& op = *pending;
     NativeOp& native = *op.native;
+    if (native.stage == NativeStage::kQueued && native.args.identity_checked) {
+      // The engine compared every rank's header already: post the data collective at once.
+      Status st = post_native_collective(h, op);
+      if (!st.is_ok()) {
+        fail(st, true);
+        return;
+      }
+      continue;
+    }
     if (native.stage == NativeStage::kQueued) {
       Status st = post_header_gather(h, op);
       if (!st.is_ok()) fail(st, true);
