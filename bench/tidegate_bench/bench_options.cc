@@ -121,7 +121,8 @@ const char* bench_usage() {
          "                  mpi = MPI_Init + tidegate_comm_create_from_mpi (auto: env when\n"
          "                  TIDEGATE_RANK is set, else mpi when built with MPI)\n"
          "\n"
-         "Time: for each iteration, a barrier, then the collective timed on every rank; the\n"
+         "Time: for each iteration, a barrier (MPI_Barrier for every row with --baseline mpi,\n"
+         "else tidegate_barrier), then the collective timed on every rank; the\n"
          "row shows the median over iterations of the slowest rank's time. algbw = size/time;\n"
          "busbw = algbw x the collective's factor (nccl-tests): allreduce 2(n-1)/n,\n"
          "reduce_scatter, allgather(v) and alltoallv (n-1)/n, broadcast 1.\n";
