@@ -93,6 +93,10 @@ class ProgressEngine {
   // (so a blocking caller can drive), then watches them (progress_idle). `driver` is held on
   // entry and on return.
   void idle(std::unique_lock<std::mutex>& driver);
+  void set_caller_driving(bool driving);
+  // Polls, without waiting, the transports no running op uses, every quarter liveness interval
+  // (a caller that drives a run of blocking calls). Driver only.
+  void poll_quiet_transports();
   // Takes a pending abort (from abort() on another thread); ok when none. Driver only.
   Status take_pending_abort();
   // The part of an engine pass after admitting ops: advance, complete in order, check the
@@ -164,13 +168,16 @@ class ProgressEngine {
   bool draining_ = false;                       // guarded by mutex_
   bool thread_running_ = false;                 // guarded by mutex_
   Status pending_abort_;                        // guarded by mutex_; applied by the driver
-  bool parked_ = false;  // guarded by mutex_: the progress thread is parked (see idle())
-  bool unpark_ = false;  // guarded by mutex_: work for the parked progress thread
+  bool parked_ = false;          // guarded by mutex_: the progress thread is parked (see idle())
+  bool unpark_ = false;          // guarded by mutex_: work for the parked progress thread
+  bool caller_driving_ = false;  // guarded by mutex_: a caller holds driver_mutex_
   std::condition_variable park_cv_;  // with mutex_: wakes the parked progress thread
 
   // Owned by the driver (driver_mutex_).
   CompressionState compression_;
   Clock::time_point last_op_finished_;    // when the driver last completed an op
+  const Request* waiter_ = nullptr;       // the request of the caller driving, if one does
+  Clock::time_point last_quiet_poll_;     // see poll_quiet_transports()
   std::deque<ActiveOp> active_;           // the window, in posting order
   std::vector<bool> transport_activity_;  // per transport: moved in the last wait_on_wire()
   // The last time the progress thread found it had not run for a while, and for how long.

@@ -169,5 +169,63 @@ TEST(CallerRuns, AnAbortFromAnotherThreadEndsADrivingCallersWait) {
   EXPECT_LT(seconds, 10.0);
 }
 
+// A driving caller completes ops up to its own and stops: the callback of an op posted after it
+// (another thread's, say, whose callback could take a lock the caller holds) runs elsewhere.
+TEST(CallerRuns, ADrivingCallerDoesNotRunCallbacksOfLaterOps) {
+  constexpr int kRounds = 30;
+  EngineWorld world(2, caller_runs_config(true));
+  std::vector<std::vector<float>> data(2, std::vector<float>(16, 1.0f));
+  std::vector<std::vector<float>> later(2, std::vector<float>(16, 1.0f));
+  std::atomic<int> later_on_caller{0};
+  std::vector<std::thread> threads;
+  for (int r = 0; r < 2; ++r) {
+    threads.emplace_back([&, r] {
+      const std::thread::id me = std::this_thread::get_id();
+      uint64_t seq = 0;
+      for (int round = 0; round < kRounds; ++round) {
+        auto mine = std::make_shared<Request>(allreduce_args(seq++, data[r], 16));
+        auto next = std::make_shared<Request>(allreduce_args(seq++, later[r], 16));
+        next->on_complete([&, me](const Status&) {
+          if (std::this_thread::get_id() == me) ++later_on_caller;
+        });
+        ASSERT_TRUE(world.engine(r).post(mine, true).is_ok());
+        ASSERT_TRUE(world.engine(r).post(next).is_ok());
+        ASSERT_TRUE(world.engine(r).wait_running(mine).is_ok());
+        // The later op's callback may run on this thread only once it waits on nothing else:
+        // here it must not have, so wait for it elsewhere.
+        ASSERT_TRUE(next->wait(Deadline::after_ms(30000)).is_ok());
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(later_on_caller.load(), 0);
+}
+
+// A blocking call from the thread that drives the engine (here: inside a completion callback)
+// would wait for an op only that thread could run: refused at once, naming the cause.
+TEST(CallerRuns, ABlockingCallInsideACallbackIsRefusedNotAHang) {
+  EngineWorld world(2, caller_runs_config(true));
+  std::vector<std::vector<float>> data(2, std::vector<float>(16, 1.0f));
+  std::vector<std::vector<float>> inner(2, std::vector<float>(16, 1.0f));
+  std::vector<Status> refused(2);
+  std::vector<std::thread> threads;
+  for (int r = 0; r < 2; ++r) {
+    threads.emplace_back([&, r] {
+      auto request = std::make_shared<Request>(allreduce_args(0, data[r], 16));
+      request->on_complete([&, r](const Status&) {
+        auto nested = std::make_shared<Request>(allreduce_args(1, inner[r], 16));
+        refused[r] = world.engine(r).post(nested, /*caller_waits=*/true);
+      });
+      ASSERT_TRUE(world.engine(r).post(request).is_ok());
+      ASSERT_TRUE(request->wait(Deadline::after_ms(30000)).is_ok());
+    });
+  }
+  for (auto& t : threads) t.join();
+  for (int r = 0; r < 2; ++r) {
+    EXPECT_EQ(refused[r].code(), TIDEGATE_ERR_INVALID_ARGUMENT) << refused[r].to_string();
+    EXPECT_NE(refused[r].message().find("callback"), std::string::npos) << refused[r].to_string();
+  }
+}
+
 }  // namespace
 }  // namespace tidegate::testing
