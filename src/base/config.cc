@@ -65,8 +65,9 @@ const std::vector<ConfigEntry>& config_table() {
       {"TIDEGATE_SPIN_US", "100",
        "Microseconds the progress thread keeps polling the transport (yielding between polls) "
        "before it sleeps while an op waits for peers; saves a sleep and wake-up per round of small "
-       "messages (only while every op in flight is at most 256 KiB: a large op waits for the "
-       "wire, and polling would take the CPU from compute). 0 sleeps at once."},
+       "messages (ops above 256 KiB poll only while the wire's next bytes come within this "
+       "window, so that polling through a slow link's gaps does not take the CPU from compute). "
+       "0 sleeps at once."},
       {"TIDEGATE_CALLER_RUNS", "1",
        "1: a blocking call (tidegate_allreduce and the like) runs its op on the caller's thread "
        "when the progress thread is not busy, saving the hand-over to that thread and back (two "

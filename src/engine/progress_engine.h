@@ -178,6 +178,7 @@ class ProgressEngine {
   Clock::time_point last_op_finished_;    // when the driver last completed an op
   const Request* waiter_ = nullptr;       // the request of the caller driving, if one does
   Clock::time_point last_quiet_poll_;     // see poll_quiet_transports()
+  bool large_op_spin_pays_ = true;        // see wait_on_wire()
   std::deque<ActiveOp> active_;           // the window, in posting order
   std::vector<bool> transport_activity_;  // per transport: moved in the last wait_on_wire()
   // The last time the progress thread found it had not run for a while, and for how long.
