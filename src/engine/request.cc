@@ -35,14 +35,12 @@ bool Request::test(Status* status) const {
 }
 
 Status Request::wait(Deadline deadline) const {
-  std::unique_lock<std::mutex> lock(mutex_);
-  if (!finished_.wait_until(lock, deadline.at(), [&] { return done_; })) {
-    return timeout_error(std::string(op_kind_name(args_.kind)) + " op #" +
-                         std::to_string(args_.op_seq) +
-                         " did not finish within the wait's timeout; it is still running (wait "
-                         "again, or abort the communicator)");
-  }
-  return status_;
+  Status status;
+  if (wait_until(deadline.at(), &status)) return status;
+  return timeout_error(std::string(op_kind_name(args_.kind)) + " op #" +
+                       std::to_string(args_.op_seq) +
+                       " did not finish within the wait's timeout; it is still running (wait "
+                       "again, or abort the communicator)");
 }
 
 bool Request::wait_until(Clock::time_point until, Status* status) const {

@@ -190,21 +190,13 @@ void MpiTransport::advance_natives() {
     if (pending == nullptr) continue;
     Op& op = *pending;
     NativeOp& native = *op.native;
-    if (native.stage == NativeStage::kQueued && native.args.identity_checked) {
-      // The engine compared every rank's header already: post the data collective at once.
-      Status st = post_native_collective(h, op);
-      if (!st.is_ok()) {
-        fail(st, true);
-        return;
-      }
-      continue;
-    }
-    if (native.stage == NativeStage::kQueued) {
+    if (native.stage == NativeStage::kQueued && !native.args.identity_checked) {
       Status st = post_header_gather(h, op);
       if (!st.is_ok()) fail(st, true);
       return;  // later ops wait until this one's data collective is posted
     }
     if (native.stage == NativeStage::kGathering) return;
+    if (native.stage == NativeStage::kRunning) continue;
     if (native.stage == NativeStage::kGathered) {
       Status st = check_gathered_headers(native);
       if (!st.is_ok()) {  // every rank found the same mismatch and posts no data collective
@@ -212,11 +204,12 @@ void MpiTransport::advance_natives() {
         op.status = st;
         continue;
       }
-      st = post_native_collective(h, op);
-      if (!st.is_ok()) {
-        fail(st, true);
-        return;
-      }
+    }
+    // Headers that checked out here, or an op the engine checked already: the data collective.
+    Status st = post_native_collective(h, op);
+    if (!st.is_ok()) {
+      fail(st, true);
+      return;
     }
   }
 }
