@@ -1,5 +1,6 @@
-// tidegate-codec-bench: encode and decode throughput of every codec at 1 Mi and 64 Mi float32
-// elements, with memcpy of the same size measured in the same binary. Every result carries
+// tidegate-codec-bench: encode, decode and decode_add throughput of every codec at 1 Mi and
+// 64 Mi float32 elements, with memcpy of the same size measured in the same binary. Every result
+// carries
 //   GBps             tensor bytes (count x 4) per second, for encode and for decode alike
 //   memcpy_fraction  GBps / the memcpy GB/s of the same size in this run
 //   ratio            (encode only) tensor bytes / payload bytes: the compression ratio
@@ -177,7 +178,9 @@ void bm_encode(benchmark::State& state, BenchCodec entry, int64_t count) {
       static_cast<double>(count) * sizeof(float) / static_cast<double>(written);
 }
 
-void bm_decode(benchmark::State& state, BenchCodec entry, int64_t count) {
+// decode (overwrite: a dense pass over the output for every codec) or decode_add (how a
+// collective sums payloads: sparse codecs touch only their entries).
+void bm_decode(benchmark::State& state, BenchCodec entry, int64_t count, bool add) {
   std::unique_ptr<Codec> codec;
   if (!make(entry, state, &codec)) return;
   Buffers& b = buffers(count);
@@ -191,7 +194,8 @@ void bm_decode(benchmark::State& state, BenchCodec entry, int64_t count) {
   const TensorView output = tensor_of(b.output, entry.rows);
   const double start = cpu_now();
   for (auto _ : state) {
-    st = codec->decode(b.payload.data(), written, output);
+    st = add ? codec->decode_add(b.payload.data(), written, output)
+             : codec->decode(b.payload.data(), written, output);
     if (!st.is_ok()) {
       state.SkipWithError(st.to_string().c_str());
       return;
@@ -208,14 +212,17 @@ void register_all() {
                                  [count](benchmark::State& state) { bm_memcpy(state, count); })
         ->Unit(benchmark::kMillisecond);
   }
-  for (const char* op : {"encode", "decode"}) {
+  for (const std::string op : {"encode", "decode", "decode_add"}) {
     for (const BenchCodec& entry : kBenchCodecs) {
       for (int64_t count : kSizes) {
-        const std::string name = std::string(op) + "/" + entry.spec + "/" + std::to_string(count);
-        const bool encode = std::string(op) == "encode";
-        auto* bench = benchmark::RegisterBenchmark(
-            name.c_str(), [encode, entry, count](benchmark::State& state) {
-              encode ? bm_encode(state, entry, count) : bm_decode(state, entry, count);
+        const std::string name = op + "/" + entry.spec + "/" + std::to_string(count);
+        auto* bench =
+            benchmark::RegisterBenchmark(name.c_str(), [op, entry, count](benchmark::State& state) {
+              if (op == "encode") {
+                bm_encode(state, entry, count);
+              } else {
+                bm_decode(state, entry, count, op == "decode_add");
+              }
             });
         bench->Unit(benchmark::kMillisecond);
       }

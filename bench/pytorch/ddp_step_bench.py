@@ -105,6 +105,11 @@ def main():
                         default="gloo,tidegate,tidegate+topk:ratio=0.01,wait_free,local")
     parser.add_argument("--json", default="")
     args = parser.parse_args()
+    for config in args.configs.split(","):
+        if config not in ("gloo", "tidegate", "wait_free", "local") and \
+                not config.startswith("tidegate+"):
+            parser.error(f"unknown configuration {config!r}: gloo, tidegate, tidegate+CODEC, "
+                         "wait_free or local")
     adopt_launcher_environment()  # mpirun's rank variables as torch's, unless torchrun set them
     rank = int(os.environ["RANK"])
     size = int(os.environ["WORLD_SIZE"])

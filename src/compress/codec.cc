@@ -1,5 +1,7 @@
 #include "compress/codec.h"
 
+#include <algorithm>
+
 #include "compress/codec_spec.h"
 
 namespace tidegate {
@@ -47,6 +49,31 @@ Status Codec::sum_payloads(const uint8_t*, size_t, const uint8_t*, size_t, const
                            uint8_t*, size_t, size_t*) const {
   return unsupported(std::string("codec ") + codec_name(id()) +
                      " payloads cannot be summed without decoding");
+}
+
+Status Codec::decode_sum(const PayloadSpan* payloads, size_t n, const TensorView& output,
+                         float divisor, size_t* failed) const {
+  TG_CHECK_ARG(output.dtype == TIDEGATE_FLOAT32 && output.count >= 0 &&
+                   (output.data != nullptr || output.count == 0),
+               std::string("codec ") + codec_name(id()) + ": decode_sum needs a float32 output");
+  float* out = static_cast<float*>(output.data);
+  std::fill(out, out + output.count, 0.0f);
+  for (size_t i = 0; i < n; ++i) {
+    Status st = decode_add(payloads[i].data, payloads[i].bytes, output);
+    if (!st.is_ok()) {
+      *failed = i;
+      return st;
+    }
+  }
+  if (divisor != 1.0f) {
+    for (int64_t i = 0; i < output.count; ++i) out[i] /= divisor;
+  }
+  return Status::ok();
+}
+
+Status Codec::decode_subtract(const uint8_t*, size_t, const TensorView&) const {
+  return unsupported(std::string("codec ") + codec_name(id()) +
+                     " does not decode sparse: subtract a dense decode instead");
 }
 
 size_t Codec::max_summed_payload_bytes(const TensorView& like, int64_t parties) const {

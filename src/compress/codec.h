@@ -61,6 +61,12 @@ struct EncodeContext {
   int threads = 1;    // CPU threads the encoder may use
 };
 
+// A payload's bytes, for the calls that take several.
+struct PayloadSpan {
+  const uint8_t* data = nullptr;
+  size_t bytes = 0;
+};
+
 class Codec {
  public:
   virtual ~Codec() = default;
@@ -87,6 +93,24 @@ class Codec {
   virtual Status decode(const uint8_t* payload, size_t bytes, const TensorView& output) const = 0;
   virtual Status decode_add(const uint8_t* payload, size_t bytes,
                             const TensorView& output) const = 0;
+
+  // Sums payloads (each an encoding of a tensor like `output`) into a float32 output: element
+  // i becomes ((0 + d_0[i]) + d_1[i]) + ... in the order given, then / divisor unless divisor
+  // is 1: the bits of zeroing the output, decode_add() of each payload in turn and dividing
+  // every element, so ranks summing the same payloads in the same order agree bit for bit.
+  // A payload that does not decode: its error, with *failed its position (the output is then
+  // undefined). Sparse codecs override it with one pass over the output.
+  virtual Status decode_sum(const PayloadSpan* payloads, size_t n, const TensorView& output,
+                            float divisor, size_t* failed) const;
+
+  // Subtracts the decoded payload from a float32 `residual` in place, bitwise as
+  // residual[i] - decode(payload)[i] for every i: how a sender's error feedback removes what it
+  // sent. Sparse codecs (decodes_sparse()) touch only the payload's entries, O(k) where a dense
+  // decode and a subtraction would pass over the whole tensor twice; for the others it is
+  // UNSUPPORTED (the caller decodes into scratch and subtracts).
+  virtual bool decodes_sparse() const { return false; }
+  virtual Status decode_subtract(const uint8_t* payload, size_t bytes,
+                                 const TensorView& residual) const;
 
   // True when two payloads of this codec (same tensor, same op) can be combined into one
   // payload of the sum without decoding (signSGD vote counts, shared-scale quantisation).

@@ -166,6 +166,17 @@ Status ResidualStore::encode_with_feedback(const Codec& codec, uint64_t key,
   return Status::ok();
 }
 
+Status ResidualStore::swap_float_residual(uint64_t key, std::vector<float>* values) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto it = entries_.find(key);
+  TG_CHECK_ARG(it != entries_.end() && !it->second->wide &&
+                   static_cast<int64_t>(values->size()) == it->second->count,
+               key_text(key) + ": no float32 residual of " + std::to_string(values->size()) +
+                   " elements to replace");
+  std::swap(it->second->f, *values);
+  return Status::ok();
+}
+
 Status ResidualStore::float_residual(uint64_t key, int64_t count, float** residual) {
   TG_CHECK_ARG(count >= 0, key_text(key) + ": negative count");
   std::lock_guard<std::mutex> lock(mutex_);

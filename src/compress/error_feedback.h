@@ -55,6 +55,12 @@ class ResidualStore {
   // The pointer stays valid until the key is reset or the store loaded, reset or destroyed.
   Status float_residual(uint64_t key, int64_t count, float** residual);
 
+  // Makes *values (exactly the key's count of floats) the residual of key, and hands the old
+  // residual back in *values: a collective computes the next residual into spare memory and
+  // swaps it in only once the op's encoding succeeded. INVALID_ARGUMENT when the key has no
+  // float32 residual of that count.
+  Status swap_float_residual(uint64_t key, std::vector<float>* values);
+
   // Adds the residual of key into `dense` (a tensor about to be sent uncompressed, so nothing is
   // lost) and sets the residual to zero. No residual for key: nothing to do.
   Status flush(uint64_t key, const TensorView& dense);

@@ -76,12 +76,36 @@ struct SparsePayloadInfo {
   uint8_t codec_flags = 0;
 };
 
-// Decodes into output (host, any floating dtype): overwriting it, or adding into it when add
-// is true. Everything is validated before the first write to output - layout, k, index width,
-// exact length, ascending in-range indices, finite values - so a malformed payload (PROTOCOL
-// error) leaves output untouched. allowed_codec_flags are the flag bits the codec defines.
+// A payload checked completely (parse_sparse_payload): its fields, and where its index part
+// (packed indices or bitmap; nothing for the dense layout) and its k (dense: count) float32
+// values lie inside the payload's bytes.
+struct ParsedSparsePayload {
+  int64_t count = 0;
+  int64_t k = 0;
+  SparseLayout layout = SparseLayout::kIndices;
+  unsigned index_bits = 0;
+  uint8_t codec_flags = 0;
+  const uint8_t* where = nullptr;
+  const uint8_t* values = nullptr;
+};
+
+// Checks everything decoding relies on - layout, k, index width, exact length, ascending
+// in-range indices, finite values - for a tensor of `count` elements: PROTOCOL error naming
+// the fault, or ok with *parsed filled in. allowed_codec_flags: the flag bits the codec defines.
+Status parse_sparse_payload(CodecId codec, uint8_t allowed_codec_flags, const uint8_t* payload,
+                            size_t bytes, int64_t count, ParsedSparsePayload* parsed);
+
+// How a decoded payload meets the output: it replaces it (zeros outside the payload's entries),
+// is added into it, or is subtracted from it. Adding and subtracting touch only the payload's
+// entries (x + 0 and x - 0 are x, -0.0 included), so they cost O(k), not O(count); subtracting
+// is how a sender's error feedback removes what it sent from its residual.
+enum class SparseDecode { kOverwrite, kAdd, kSubtract };
+
+// Decodes into output (host, any floating dtype; float32 only for kSubtract). The payload is
+// parsed (parse_sparse_payload) before the first write to output, so a malformed payload
+// (PROTOCOL error) leaves output untouched.
 Status decode_sparse_payload(CodecId codec, uint8_t allowed_codec_flags, const uint8_t* payload,
-                             size_t bytes, const TensorView& output, bool add,
+                             size_t bytes, const TensorView& output, SparseDecode mode,
                              SparsePayloadInfo* info = nullptr);
 
 // check_codec_tensor() (float_io.h: host memory, a floating dtype, data) plus the count limit.

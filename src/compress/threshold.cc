@@ -10,6 +10,7 @@
 #include "compress/magnitude_scan.h"
 #include "compress/payload.h"
 #include "compress/sparse_payload.h"
+#include "compress/sparse_sum.h"
 
 namespace tidegate {
 namespace {
@@ -130,12 +131,24 @@ Status ThresholdCodec::encode(const TensorView& input,
 
 Status ThresholdCodec::decode(const uint8_t* payload, size_t bytes,
                               const TensorView& output) const {
-  return decode_sparse_payload(CodecId::kThreshold, 0, payload, bytes, output, /*add=*/false);
+  return decode_sparse_payload(CodecId::kThreshold, 0, payload, bytes, output,
+                               SparseDecode::kOverwrite);
 }
 
 Status ThresholdCodec::decode_add(const uint8_t* payload, size_t bytes,
                                   const TensorView& output) const {
-  return decode_sparse_payload(CodecId::kThreshold, 0, payload, bytes, output, /*add=*/true);
+  return decode_sparse_payload(CodecId::kThreshold, 0, payload, bytes, output, SparseDecode::kAdd);
+}
+
+Status ThresholdCodec::decode_sum(const PayloadSpan* payloads, size_t n, const TensorView& output,
+                                  float divisor, size_t* failed) const {
+  return sum_sparse_payloads(CodecId::kThreshold, 0, payloads, n, output, divisor, failed);
+}
+
+Status ThresholdCodec::decode_subtract(const uint8_t* payload, size_t bytes,
+                                       const TensorView& residual) const {
+  return decode_sparse_payload(CodecId::kThreshold, 0, payload, bytes, residual,
+                               SparseDecode::kSubtract);
 }
 
 Status make_threshold_codec(CodecParams& params, std::unique_ptr<Codec>* codec) {

@@ -9,6 +9,7 @@
 #include "compress/codec_spec.h"
 #include "compress/float_io.h"
 #include "compress/sparse_payload.h"
+#include "compress/sparse_sum.h"
 
 namespace tidegate {
 
@@ -123,12 +124,23 @@ Status TopKCodec::encode_reusing_threshold(const TensorView& input, uint32_t* th
 
 Status TopKCodec::decode(const uint8_t* payload, size_t bytes, const TensorView& output) const {
   return decode_sparse_payload(CodecId::kTopK, kTopKApproxFlag, payload, bytes, output,
-                               /*add=*/false);
+                               SparseDecode::kOverwrite);
 }
 
 Status TopKCodec::decode_add(const uint8_t* payload, size_t bytes, const TensorView& output) const {
   return decode_sparse_payload(CodecId::kTopK, kTopKApproxFlag, payload, bytes, output,
-                               /*add=*/true);
+                               SparseDecode::kAdd);
+}
+
+Status TopKCodec::decode_sum(const PayloadSpan* payloads, size_t n, const TensorView& output,
+                             float divisor, size_t* failed) const {
+  return sum_sparse_payloads(CodecId::kTopK, kTopKApproxFlag, payloads, n, output, divisor, failed);
+}
+
+Status TopKCodec::decode_subtract(const uint8_t* payload, size_t bytes,
+                                  const TensorView& residual) const {
+  return decode_sparse_payload(CodecId::kTopK, kTopKApproxFlag, payload, bytes, residual,
+                               SparseDecode::kSubtract);
 }
 
 Status make_topk_codec(CodecParams& params, std::unique_ptr<Codec>* codec) {

@@ -46,6 +46,11 @@ class TopKCodec final : public Codec {
                 size_t capacity, size_t* written) const override;
   Status decode(const uint8_t* payload, size_t bytes, const TensorView& output) const override;
   Status decode_add(const uint8_t* payload, size_t bytes, const TensorView& output) const override;
+  Status decode_sum(const PayloadSpan* payloads, size_t n, const TensorView& output, float divisor,
+                    size_t* failed) const override;
+  bool decodes_sparse() const override { return true; }
+  Status decode_subtract(const uint8_t* payload, size_t bytes,
+                         const TensorView& residual) const override;
   bool deterministic() const override { return true; }
   bool wants_error_feedback() const override { return true; }  // biased: drops all but k
 

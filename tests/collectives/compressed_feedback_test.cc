@@ -293,6 +293,70 @@ TEST(MalformedPayloads, FailTheOpNamingThePeerAndLeaveResidualsAlone) {
   }
 }
 
+// The allgather keeps a sparse codec's residual in place (Codec::decode_subtract): it must be
+// bit for bit what the dense update gives, (input + residual) - decode(encode(input + residual)),
+// -0.0 included, step after step.
+TEST(SparseFeedbackInPlace, ResidualIsTheDenseUpdateBitForBit) {
+  for (const std::string spec : {"topk:ratio=0.02", "threshold:value=0.5"}) {
+    const auto codec = codec_of(spec);
+    const Job job{"allgather", spec, 3, 4099};
+    std::vector<CompressionState> states(static_cast<size_t>(job.ranks));
+    std::vector<Floats> expected(static_cast<size_t>(job.ranks),
+                                 Floats(static_cast<size_t>(job.count), 0.0f));
+    for (uint64_t t = 0; t < 4; ++t) {
+      std::vector<Floats> inputs;
+      for (int r = 0; r < job.ranks; ++r) {
+        inputs.push_back(gradient(r, job.count, t));
+        for (int64_t i = 0; i < job.count; i += 13) inputs[r][i] = -0.0f;
+        Floats compensated(static_cast<size_t>(job.count));
+        for (int64_t i = 0; i < job.count; ++i) compensated[i] = inputs[r][i] + expected[r][i];
+        const Floats sent = roundtrip(*codec, compensated.data(), job.count);
+        for (int64_t i = 0; i < job.count; ++i) expected[r][i] = compensated[i] - sent[i];
+      }
+      std::vector<Floats> outputs;
+      for (const Status& st : step(job, codec, states, inputs, &outputs, 200 + t))
+        ASSERT_TRUE(st.is_ok()) << st.to_string();
+      for (int r = 0; r < job.ranks; ++r) {
+        const std::vector<double> kept = residual_of(states[r].sender(), job.count);
+        Floats got(kept.begin(), kept.end());  // float32 residuals: exact as doubles
+        ASSERT_EQ(std::memcmp(got.data(), expected[r].data(), got.size() * sizeof(float)), 0)
+            << spec << " step " << t << " rank " << r;
+      }
+    }
+  }
+}
+
+// An input whose sum with its residual overflows float32 is refused before the in-place
+// residual changes, naming the element; a NaN likewise.
+TEST(SparseFeedbackInPlace, OverflowAndNaNAreRefusedResidualsUnchanged) {
+  const Job job{"allgather", "topk:ratio=0.01", 2, 3000};
+  const auto codec = codec_of(job.codec);
+  for (const bool nan : {false, true}) {
+    std::vector<CompressionState> states(2);
+    std::vector<Floats> inputs{gradient(0, job.count, 0), gradient(1, job.count, 0)};
+    std::vector<Floats> outputs;
+    for (const Status& st : step(job, codec, states, inputs, &outputs, 1)) ASSERT_TRUE(st.is_ok());
+    float* residual = nullptr;
+    ASSERT_TRUE(states[0].sender().float_residual(kKey, job.count, &residual).is_ok());
+    residual[1717] = 3e38f;
+    inputs[0][1717] = nan ? NAN : 3e38f;
+    std::vector<uint8_t> before, after;
+    ASSERT_TRUE(states[0].save(&before).is_ok());
+    const std::vector<Status> results = step(job, codec, states, inputs, &outputs, 2);
+    EXPECT_EQ(results[0].code(), TIDEGATE_ERR_INVALID_ARGUMENT) << results[0].to_string();
+    EXPECT_NE(results[0].message().find("element 1717"), std::string::npos) << results[0].message();
+    if (!nan) {
+      EXPECT_NE(results[0].message().find("overflows"), std::string::npos) << results[0].message();
+    }
+    EXPECT_FALSE(results[1].is_ok());  // its peer aborted
+    ASSERT_TRUE(states[0].save(&after).is_ok());
+    CompressionState a, b;
+    ASSERT_TRUE(a.load(before.data(), before.size()).is_ok());
+    ASSERT_TRUE(b.load(after.data(), after.size()).is_ok());
+    EXPECT_EQ(residual_of(a.sender(), job.count), residual_of(b.sender(), job.count));
+  }
+}
+
 TEST(NonFiniteInput, RefusedNamingTheElementResidualsUnchanged) {
   const int ranks = 2;
   const int64_t count = 3000;

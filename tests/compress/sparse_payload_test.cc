@@ -2,6 +2,7 @@
 // checked by arithmetic rather than a 16 GiB tensor), layout choice, and malformed payloads.
 #include <gtest/gtest.h>
 
+#include <cstring>
 #include <limits>
 
 #include "compress/payload.h"
@@ -59,6 +60,61 @@ TEST(SparsePayload, WideIndicesRoundTripThroughThePacking) {
     window >>= 41;
     have -= 41;
   }
+}
+
+// Subtracting a payload (error feedback's residual update) touches only its entries and gives
+// the bits of a dense decode followed by an elementwise subtraction, in every layout: x - 0 is
+// x, so -0.0, +0.0 and values the payload does not list are unchanged.
+TEST(SparsePayload, SubtractIsTheDenseDecodeSubtractedBitForBit) {
+  const int64_t count = 1000;
+  for (int64_t k : {int64_t{3}, int64_t{200}, int64_t{900}}) {  // indices, bitmap, dense layouts
+    std::vector<int64_t> indices;
+    std::vector<float> values;
+    for (int64_t i = 0; i < k; ++i) {
+      indices.push_back(i * count / k);
+      values.push_back(i % 3 == 0 ? -0.0f : 0.37f * static_cast<float>(i + 1) - 11.0f);
+    }
+    std::vector<uint8_t> payload(sparse_payload_bound(count, k));
+    size_t written = 0;
+    ASSERT_TRUE(write_sparse_payload(CodecId::kTopK, TIDEGATE_FLOAT32, 0, count, indices.data(),
+                                     values.data(), k, payload.data(), payload.size(), &written)
+                    .is_ok());
+    std::vector<float> residual(count);
+    for (int64_t i = 0; i < count; ++i) {
+      residual[i] = i % 7 == 0 ? -0.0f : (i % 11 == 0 ? 0.0f : 0.013f * static_cast<float>(i) - 5);
+    }
+    std::vector<float> decoded(count), expected(count), got = residual;
+    SparsePayloadInfo info;
+    ASSERT_TRUE(decode_sparse_payload(CodecId::kTopK, 0, payload.data(), written, view_of(decoded),
+                                      SparseDecode::kOverwrite, &info)
+                    .is_ok());
+    for (int64_t i = 0; i < count; ++i) expected[i] = residual[i] - decoded[i];
+    ASSERT_TRUE(decode_sparse_payload(CodecId::kTopK, 0, payload.data(), written, view_of(got),
+                                      SparseDecode::kSubtract)
+                    .is_ok());
+    EXPECT_EQ(std::memcmp(got.data(), expected.data(), count * sizeof(float)), 0)
+        << "k " << k << " layout " << static_cast<int>(info.layout);
+  }
+}
+
+TEST(SparsePayload, SubtractNeedsAFloat32Output) {
+  const std::vector<int64_t> indices = {1};
+  const std::vector<float> values = {2};
+  std::vector<uint8_t> payload(sparse_payload_bound(4, 1));
+  size_t written = 0;
+  ASSERT_TRUE(write_sparse_payload(CodecId::kTopK, TIDEGATE_FLOAT32, 0, 4, indices.data(),
+                                   values.data(), 1, payload.data(), payload.size(), &written)
+                  .is_ok());
+  std::vector<uint16_t> half(4, 0);
+  TensorView out;
+  out.data = half.data();
+  out.count = 4;
+  out.dtype = TIDEGATE_FLOAT16;
+  const Status st = decode_sparse_payload(CodecId::kTopK, 0, payload.data(), written, out,
+                                          SparseDecode::kSubtract);
+  EXPECT_EQ(st.code(), TIDEGATE_ERR_INVALID_ARGUMENT) << st.to_string();
+  EXPECT_NE(st.message().find("float32"), std::string::npos) << st.message();
+  EXPECT_EQ(half, std::vector<uint16_t>(4, 0));
 }
 
 TEST(SparsePayload, EncoderBugsAreInternalErrors) {
@@ -166,7 +222,7 @@ TEST(SparsePayload, BitmapWithStrayBitsIsRejected) {
   std::vector<float> out(301);
   SparsePayloadInfo info;
   ASSERT_TRUE(decode_sparse_payload(CodecId::kThreshold, 0, payload.data(), payload.size(),
-                                    view_of(out), false, &info)
+                                    view_of(out), SparseDecode::kOverwrite, &info)
                   .is_ok());
   ASSERT_EQ(info.layout, SparseLayout::kBitmap);
   auto bad = payload;

@@ -42,7 +42,7 @@ TEST(Threshold, PicksTheSmallestLayout) {
     const auto payload = encode_ok(*codec, view_of(x));
     SparsePayloadInfo info;
     ASSERT_TRUE(decode_sparse_payload(CodecId::kThreshold, 0, payload.data(), payload.size(),
-                                      view_of(out), false, &info)
+                                      view_of(out), SparseDecode::kOverwrite, &info)
                     .is_ok());
     EXPECT_EQ(info.layout, c.layout) << c.value;
     EXPECT_EQ(payload.size(), sparse_payload_bound(static_cast<int64_t>(x.size()), info.k));

@@ -37,3 +37,11 @@ def test_every_configuration_runs_and_synchronised_ones_agree(tmp_path):
     assert 0 < by_name["tidegate+topk:ratio=0.01"]["max_param_diff_vs_first"] < 0.1
     # The unsynchronised lower bound really is unsynchronised: its ranks drift apart.
     assert by_name["local"]["max_param_diff_across_ranks"] > 0
+
+
+def test_an_unknown_configuration_is_refused_before_anything_runs():
+    # A misspelt name used to run as dense DDP on tidegate under that name.
+    completed = subprocess.run([sys.executable, str(BENCH), "--configs", "gloo,topk_hook"],
+                               capture_output=True, text=True, timeout=120)
+    assert completed.returncode == 2, completed.stdout + completed.stderr
+    assert "unknown configuration 'topk_hook'" in completed.stderr

@@ -71,6 +71,16 @@ inline constexpr int kTopKReuseSteps = 8;
 Status encode_whole(const CompressedOp& op, const TensorView& compensated, uint64_t seed,
                     PooledBuffer* payload);
 
+// The sender's encoding of a whole tensor with error feedback, for codecs that decode sparse
+// (Codec::decodes_sparse: top-k, threshold): the compensated gradient, input + residual, is
+// computed in one pass into the key's spare residual (CompressionState::spare_residual),
+// encoded as encode_whole() does, decode_subtract() removes the sent entries from it (touching
+// only those) and it becomes the key's residual. The same bits as load_compensated() + decode +
+// update_residual(), with three passes over the tensor fewer. An input element that is not
+// finite, or whose sum with its residual is not, is INVALID_ARGUMENT naming it, and an op that
+// fails leaves the residual as it was.
+Status encode_whole_sparse_feedback(const CompressedOp& op, uint64_t seed, PooledBuffer* payload);
+
 // Encodes values[0, n) into *payload (a buffer of the codec's bound from the op's pool, its size
 // set to the payload's); with a residual, decodes the payload into `scratch` (n floats) and
 // updates the residual with what the encoding left out.

@@ -42,6 +42,7 @@ uint64_t CompressionState::step(uint64_t key) const {
 Status CompressionState::flush(uint64_t key, const TensorView& dense, int world_size_if_averaged) {
   TG_RETURN_IF_ERROR(sender_->flush(key, dense));
   sender_->reset(key);
+  spares_.erase(key);
   if (!owner_->has(key)) return Status::ok();
   float* residual = nullptr;
   TG_RETURN_IF_ERROR(owner_->float_residual(key, dense.count, &residual));
@@ -61,6 +62,7 @@ void CompressionState::reset(uint64_t key) {
   powersgd_.erase(key);
   topk_.erase(key);
   steps_.erase(key);
+  spares_.erase(key);
 }
 
 void CompressionState::reset_all() {
@@ -69,6 +71,7 @@ void CompressionState::reset_all() {
   powersgd_.clear();
   topk_.clear();
   steps_.clear();
+  spares_.clear();
 }
 
 Status CompressionState::save(std::vector<uint8_t>* out) const {

@@ -48,6 +48,13 @@ class CompressionState {
   // The key's step, then advances it (the engine calls it once per op, in posting order).
   uint64_t next_step(uint64_t key) { return steps_[key]++; }
 
+  // Where the sender's next residual of a key is computed before it replaces the current one
+  // (ResidualStore::swap_float_residual), so that a refused input leaves the residual as it
+  // was without a separate checking pass over the tensor. Kept per key (as large as its
+  // residual): memory that alternated between keys of different sizes would be reallocated,
+  // and page-faulted, op after op. Not part of any checkpoint.
+  std::vector<float>& spare_residual(uint64_t key) { return spares_[key]; }
+
   // Payload and scratch buffers of the ops (not part of any checkpoint).
   BufferPool& buffers() { return buffers_; }
   uint64_t step(uint64_t key) const;
@@ -85,6 +92,7 @@ class CompressionState {
   std::map<uint64_t, PowerSgdState> powersgd_;
   std::map<uint64_t, TopKMemory> topk_;
   std::map<uint64_t, uint64_t> steps_;
+  std::map<uint64_t, std::vector<float>> spares_;
   BufferPool buffers_;
 };
 

@@ -28,21 +28,8 @@ class PayloadAllgatherTask : public CollectiveTask {
   const char* algorithm() const override { return "allgather"; }
 
   Status start() override {
-    const int64_t n = op_.count();
-    if (op_.error_feedback) TG_RETURN_IF_ERROR(check_finite_input(op_));
-    BufferPool& pool = op_.state->buffers();
-    PooledBuffer scratch = pool.take_floats(n);
-    const float* compensated = nullptr;
-    float* residual = nullptr;
-    TG_RETURN_IF_ERROR(load_compensated(op_, 0, n, scratch.floats(), &compensated, &residual));
-    TG_RETURN_IF_ERROR(encode_whole(op_, float_view(compensated, n),
-                                    encoding_seed(op_, 0, /*per_rank=*/true), &mine_));
-    if (residual != nullptr) {
-      PooledBuffer sent = pool.take_floats(n);
-      TG_RETURN_IF_ERROR(op_.codec->decode(mine_.data(), mine_.size, float_view(sent.floats(), n)));
-      update_residual(residual, compensated, sent.floats(), n);
-    }
-    const size_t bound = payload_bound(*op_.codec, n);
+    TG_RETURN_IF_ERROR(encode_mine());
+    const size_t bound = payload_bound(*op_.codec, op_.count());
     for (int step = 1; step < op_.size; ++step) {
       const int from = (op_.rank - step + op_.size) % op_.size;
       size_t index = 0;
@@ -68,6 +55,27 @@ class PayloadAllgatherTask : public CollectiveTask {
   }
 
  private:
+  Status encode_mine() {
+    const int64_t n = op_.count();
+    const uint64_t seed = encoding_seed(op_, 0, /*per_rank=*/true);
+    if (op_.error_feedback && op_.codec->decodes_sparse()) {
+      return encode_whole_sparse_feedback(op_, seed, &mine_);
+    }
+    if (op_.error_feedback) TG_RETURN_IF_ERROR(check_finite_input(op_));
+    BufferPool& pool = op_.state->buffers();
+    PooledBuffer scratch = pool.take_floats(n);
+    const float* compensated = nullptr;
+    float* residual = nullptr;
+    TG_RETURN_IF_ERROR(load_compensated(op_, 0, n, scratch.floats(), &compensated, &residual));
+    TG_RETURN_IF_ERROR(encode_whole(op_, float_view(compensated, n), seed, &mine_));
+    if (residual != nullptr) {
+      PooledBuffer sent = pool.take_floats(n);
+      TG_RETURN_IF_ERROR(op_.codec->decode(mine_.data(), mine_.size, float_view(sent.floats(), n)));
+      update_residual(residual, compensated, sent.floats(), n);
+    }
+    return Status::ok();
+  }
+
   Status sum_in_rank_order() {
     const int64_t n = op_.count();
     std::vector<const Inbox::Message*> by_rank(static_cast<size_t>(op_.size), nullptr);
@@ -75,20 +83,18 @@ class PayloadAllgatherTask : public CollectiveTask {
     PooledBuffer scratch =
         op_.state->buffers().take_floats(op_.output.dtype == TIDEGATE_FLOAT32 ? 0 : n);
     float* sum = result_slot(op_, 0, scratch.floats());
-    std::fill(sum, sum + n, 0.0f);
-    const TensorView target = float_view(sum, n);
+    std::vector<PayloadSpan> payloads(static_cast<size_t>(op_.size));
     for (int r = 0; r < op_.size; ++r) {
-      const uint8_t* payload = r == op_.rank ? mine_.data() : by_rank[r]->buffer.data();
-      const size_t bytes = r == op_.rank ? mine_.size : by_rank[r]->bytes;
-      Status decoded = op_.codec->decode_add(payload, bytes, target);
-      if (!decoded.is_ok()) {
-        return Status(decoded.code(), "the payload of rank " + std::to_string(r) +
-                                          " does not decode: " + decoded.message());
-      }
+      payloads[r] = r == op_.rank ? PayloadSpan{mine_.data(), mine_.size}
+                                  : PayloadSpan{by_rank[r]->buffer.data(), by_rank[r]->bytes};
     }
-    if (op_.average) {
-      const float ranks = static_cast<float>(op_.size);
-      for (int64_t i = 0; i < n; ++i) sum[i] /= ranks;
+    size_t failed = 0;
+    Status decoded =
+        op_.codec->decode_sum(payloads.data(), payloads.size(), float_view(sum, n),
+                              op_.average ? static_cast<float>(op_.size) : 1.0f, &failed);
+    if (!decoded.is_ok()) {
+      return Status(decoded.code(), "the payload of rank " + std::to_string(failed) +
+                                        " does not decode: " + decoded.message());
     }
     finish_result(op_, sum, 0, n);
     return Status::ok();

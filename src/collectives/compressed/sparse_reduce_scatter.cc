@@ -149,7 +149,8 @@ class SparseReduceScatterTask : public CollectiveTask {
   Status decode_region(int from, const uint8_t* payload, size_t bytes, float* region,
                        int64_t length, bool add) const {
     Status st =
-        decode_sparse_payload(op_.codec->id(), 0, payload, bytes, float_view(region, length), add);
+        decode_sparse_payload(op_.codec->id(), 0, payload, bytes, float_view(region, length),
+                              add ? SparseDecode::kAdd : SparseDecode::kOverwrite);
     if (!st.is_ok()) {
       return Status(st.code(), "sparse_reduce_scatter: rank " + std::to_string(from) +
                                    "'s region payload does not decode: " + st.message());
