@@ -52,7 +52,8 @@ class ResidualStore {
   // slices of a tensor (a chunk, a segment): the residual is kept for the whole tensor, so it
   // does not depend on how a collective cuts it. The first call for a key makes a zero
   // residual. INVALID_ARGUMENT when the key's residual has another count or is float64.
-  // The pointer stays valid until the key is reset or the store loaded, reset or destroyed.
+  // The pointer stays valid until the key is reset or its residual swapped
+  // (swap_float_residual), or the store loaded, reset or destroyed.
   Status float_residual(uint64_t key, int64_t count, float** residual);
 
   // Makes *values (exactly the key's count of floats) the residual of key, and hands the old

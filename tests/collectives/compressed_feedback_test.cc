@@ -39,14 +39,19 @@ std::shared_ptr<const Codec> codec_of(const std::string& spec) {
   return std::shared_ptr<const Codec>(std::move(made));
 }
 
-// One step on every rank with error feedback on; results in outputs (float32).
+// One step on every rank with error feedback on, the tensors in `dtype` (inputs rounded to
+// it); results in outputs (as float32).
 std::vector<Status> step(const Job& job, const std::shared_ptr<const Codec>& codec,
                          std::vector<CompressionState>& states, const std::vector<Floats>& inputs,
                          std::vector<Floats>* outputs, uint64_t op_seq,
-                         const RunOptions& options = {}) {
-  outputs->assign(static_cast<size_t>(job.ranks), Floats(static_cast<size_t>(job.count)));
-  std::vector<Floats> in = inputs;
-  return run_ranks(
+                         const RunOptions& options = {},
+                         tidegate_dtype_t dtype = TIDEGATE_FLOAT32) {
+  std::vector<Bytes> in, out;
+  for (const Floats& x : inputs) {
+    in.push_back(to_bytes(dtype, x));
+    out.push_back(Bytes(in.back().size()));
+  }
+  const std::vector<Status> results = run_ranks(
       job.ranks, Config(),
       [&](const TaskContext& base) {
         TaskContext context = base;
@@ -55,10 +60,10 @@ std::vector<Status> step(const Job& job, const std::shared_ptr<const Codec>& cod
         args.kind = OpKind::kAllreduce;
         args.op_seq = op_seq;
         args.reduce_op = job.op;
-        args.input = view(in[base.rank].data(), job.count, TIDEGATE_FLOAT32);
+        args.input = view(in[base.rank].data(), job.count, dtype);
         args.input.rows = job.rows;
         args.input.cols = job.cols;
-        args.output = view((*outputs)[base.rank].data(), job.count, TIDEGATE_FLOAT32);
+        args.output = view(out[base.rank].data(), job.count, dtype);
         args.compression.codec = codec;
         args.compression.key = kKey;
         args.compression.error_feedback = true;
@@ -67,6 +72,9 @@ std::vector<Status> step(const Job& job, const std::shared_ptr<const Codec>& cod
         return run_collective(context, args, Deadline::after_ms(60000));
       },
       options);
+  outputs->clear();
+  for (const Bytes& bytes : out) outputs->push_back(from_bytes(dtype, bytes));
+  return results;
 }
 
 // A residual store's values for the key (zeros when it has none).
@@ -295,35 +303,60 @@ TEST(MalformedPayloads, FailTheOpNamingThePeerAndLeaveResidualsAlone) {
 
 // The allgather keeps a sparse codec's residual in place (Codec::decode_subtract): it must be
 // bit for bit what the dense update gives, (input + residual) - decode(encode(input + residual)),
-// -0.0 included, step after step.
+// step after step, with -0.0 in inputs and in residuals (set as a restored checkpoint could),
+// and for float16 and bfloat16 tensors.
 TEST(SparseFeedbackInPlace, ResidualIsTheDenseUpdateBitForBit) {
-  for (const std::string spec : {"topk:ratio=0.02", "threshold:value=0.5"}) {
-    const auto codec = codec_of(spec);
-    const Job job{"allgather", spec, 3, 4099};
-    std::vector<CompressionState> states(static_cast<size_t>(job.ranks));
-    std::vector<Floats> expected(static_cast<size_t>(job.ranks),
-                                 Floats(static_cast<size_t>(job.count), 0.0f));
-    for (uint64_t t = 0; t < 4; ++t) {
-      std::vector<Floats> inputs;
-      for (int r = 0; r < job.ranks; ++r) {
-        inputs.push_back(gradient(r, job.count, t));
-        for (int64_t i = 0; i < job.count; i += 13) inputs[r][i] = -0.0f;
-        Floats compensated(static_cast<size_t>(job.count));
-        for (int64_t i = 0; i < job.count; ++i) compensated[i] = inputs[r][i] + expected[r][i];
-        const Floats sent = roundtrip(*codec, compensated.data(), job.count);
-        for (int64_t i = 0; i < job.count; ++i) expected[r][i] = compensated[i] - sent[i];
-      }
-      std::vector<Floats> outputs;
-      for (const Status& st : step(job, codec, states, inputs, &outputs, 200 + t))
-        ASSERT_TRUE(st.is_ok()) << st.to_string();
-      for (int r = 0; r < job.ranks; ++r) {
-        const std::vector<double> kept = residual_of(states[r].sender(), job.count);
-        Floats got(kept.begin(), kept.end());  // float32 residuals: exact as doubles
-        ASSERT_EQ(std::memcmp(got.data(), expected[r].data(), got.size() * sizeof(float)), 0)
-            << spec << " step " << t << " rank " << r;
+  for (const tidegate_dtype_t dtype : {TIDEGATE_FLOAT32, TIDEGATE_FLOAT16, TIDEGATE_BFLOAT16}) {
+    for (const std::string spec : {"topk:ratio=0.02", "threshold:value=0.5"}) {
+      const auto codec = codec_of(spec);
+      const Job job{"allgather", spec, 3, 4099};
+      std::vector<CompressionState> states(static_cast<size_t>(job.ranks));
+      std::vector<Floats> expected(static_cast<size_t>(job.ranks),
+                                   Floats(static_cast<size_t>(job.count), 0.0f));
+      for (uint64_t t = 0; t < 4; ++t) {
+        if (t == 2) {  // -0.0 residuals: kept where nothing is sent, -0.0 + -0.0 stays -0.0
+          for (int r = 0; r < job.ranks; ++r) {
+            float* residual = nullptr;
+            ASSERT_TRUE(states[r].sender().float_residual(kKey, job.count, &residual).is_ok());
+            for (int64_t i = 0; i < job.count; i += 17) residual[i] = expected[r][i] = -0.0f;
+          }
+        }
+        std::vector<Floats> inputs;
+        for (int r = 0; r < job.ranks; ++r) {
+          inputs.push_back(gradient(r, job.count, t));
+          for (int64_t i = 0; i < job.count; i += 13) inputs[r][i] = -0.0f;
+          const Floats held = round_to(dtype, inputs[r]);  // what the tensor holds
+          Floats compensated(static_cast<size_t>(job.count));
+          for (int64_t i = 0; i < job.count; ++i) compensated[i] = held[i] + expected[r][i];
+          const Floats sent = roundtrip(*codec, compensated.data(), job.count);
+          for (int64_t i = 0; i < job.count; ++i) expected[r][i] = compensated[i] - sent[i];
+        }
+        std::vector<Floats> outputs;
+        for (const Status& st : step(job, codec, states, inputs, &outputs, 200 + t, {}, dtype))
+          ASSERT_TRUE(st.is_ok()) << st.to_string();
+        for (int r = 0; r < job.ranks; ++r) {
+          const std::vector<double> kept = residual_of(states[r].sender(), job.count);
+          Floats got(kept.begin(), kept.end());  // float32 residuals: exact as doubles
+          ASSERT_EQ(std::memcmp(got.data(), expected[r].data(), got.size() * sizeof(float)), 0)
+              << spec << " dtype " << dtype << " step " << t << " rank " << r;
+        }
       }
     }
   }
+}
+
+// A key's first op refused (a NaN) leaves no residual behind: a later flush into a dense send
+// must find nothing to add (it would turn -0.0 into +0.0).
+TEST(SparseFeedbackInPlace, ARefusedFirstOpLeavesNoResidual) {
+  const Job job{"allgather", "topk:ratio=0.01", 2, 3000};
+  const auto codec = codec_of(job.codec);
+  std::vector<CompressionState> states(2);
+  std::vector<Floats> inputs{gradient(0, job.count, 0), gradient(1, job.count, 0)};
+  inputs[0][5] = NAN;
+  std::vector<Floats> outputs;
+  const std::vector<Status> results = step(job, codec, states, inputs, &outputs, 1);
+  EXPECT_EQ(results[0].code(), TIDEGATE_ERR_INVALID_ARGUMENT) << results[0].to_string();
+  EXPECT_FALSE(states[0].has_residual(kKey));
 }
 
 // An input whose sum with its residual overflows float32 is refused before the in-place

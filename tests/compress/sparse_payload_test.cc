@@ -67,7 +67,8 @@ TEST(SparsePayload, WideIndicesRoundTripThroughThePacking) {
 // x, so -0.0, +0.0 and values the payload does not list are unchanged.
 TEST(SparsePayload, SubtractIsTheDenseDecodeSubtractedBitForBit) {
   const int64_t count = 1000;
-  for (int64_t k : {int64_t{3}, int64_t{200}, int64_t{900}}) {  // indices, bitmap, dense layouts
+  std::vector<SparseLayout> layouts;
+  for (int64_t k : {int64_t{3}, int64_t{200}, int64_t{1000}}) {  // indices, bitmap, dense
     std::vector<int64_t> indices;
     std::vector<float> values;
     for (int64_t i = 0; i < k; ++i) {
@@ -94,7 +95,10 @@ TEST(SparsePayload, SubtractIsTheDenseDecodeSubtractedBitForBit) {
                     .is_ok());
     EXPECT_EQ(std::memcmp(got.data(), expected.data(), count * sizeof(float)), 0)
         << "k " << k << " layout " << static_cast<int>(info.layout);
+    layouts.push_back(info.layout);
   }
+  EXPECT_EQ(layouts, (std::vector<SparseLayout>{SparseLayout::kIndices, SparseLayout::kBitmap,
+                                                SparseLayout::kDense}));
 }
 
 TEST(SparsePayload, SubtractNeedsAFloat32Output) {

@@ -135,27 +135,31 @@ Status encode_whole(const CompressedOp& op, const TensorView& compensated, uint6
 namespace {
 
 // next[i] = input[i] + residual[i] (the compensated gradient error feedback encodes), in one
-// pass; INVALID_ARGUMENT naming the first element whose input or sum is not finite.
+// pass; a key without a residual yet adds +0.0, as a zero residual would (-0.0 + 0.0 is +0.0).
+// INVALID_ARGUMENT naming the first element whose input or sum is not finite.
 Status compensate_into(const CompressedOp& op, const float* residual, float* next) {
   constexpr int64_t kBlock = 1 << 16;
   std::vector<float> scratch(op.input.dtype == TIDEGATE_FLOAT32 ? 0 : kBlock);
   for (int64_t first = 0; first < op.count(); first += kBlock) {
     const int64_t n = std::min(kBlock, op.count() - first);
     const float* x = floats_at(op.input, first, n, scratch.data());
-    const float* r = residual + first;
     float* out = next + first;
-    uint32_t bad = 0;  // an OR of exponent tests vectorises; std::isfinite in the loop does not
-    for (int64_t i = 0; i < n; ++i) {
-      out[i] = x[i] + r[i];
-      bad |= (float_bits(out[i]) & 0x7f800000u) == 0x7f800000u;
+    if (residual != nullptr) {
+      const float* r = residual + first;
+      for (int64_t i = 0; i < n; ++i) out[i] = x[i] + r[i];
+    } else {
+      for (int64_t i = 0; i < n; ++i) out[i] = x[i] + 0.0f;
     }
+    uint32_t bad = 0;  // an OR of exponent tests vectorises; std::isfinite in the loop does not
+    for (int64_t i = 0; i < n; ++i) bad |= (float_bits(out[i]) & 0x7f800000u) == 0x7f800000u;
     if (bad == 0) continue;
     TG_RETURN_IF_ERROR(check_finite_input(op));  // names a NaN or infinite input element
     for (int64_t i = 0; i < n; ++i) {
       if (std::isfinite(out[i])) continue;
       return invalid_argument(std::string("codec ") + op.codec->spec() + ": input element " +
                               std::to_string(first + i) + " (" + std::to_string(x[i]) +
-                              ") plus its error-feedback residual (" + std::to_string(r[i]) +
+                              ") plus its error-feedback residual (" +
+                              std::to_string(residual != nullptr ? residual[first + i] : 0.0f) +
                               ") overflows float32 (residuals unchanged)");
     }
   }
@@ -167,16 +171,20 @@ Status compensate_into(const CompressedOp& op, const float* residual, float* nex
 Status encode_whole_sparse_feedback(const CompressedOp& op, uint64_t seed, PooledBuffer* payload) {
   TG_CHECK_INTERNAL(op.error_feedback && op.codec->decodes_sparse());
   const int64_t n = op.count();
+  ResidualStore& store = op.state->sender();
+  // A key's residual is made only by an op that succeeds: a refused first op leaves none (a
+  // later flush then has nothing to add).
   float* residual = nullptr;
-  TG_RETURN_IF_ERROR(op.state->sender().float_residual(op.key, n, &residual));
+  if (store.has(op.key)) TG_RETURN_IF_ERROR(store.float_residual(op.key, n, &residual));
   std::vector<float>& next = op.state->spare_residual(op.key);
-  next.resize(static_cast<size_t>(n));  // zero-filled on a key's first op only
+  next.resize(static_cast<size_t>(n));  // zero-filled once per key
   TG_RETURN_IF_ERROR(compensate_into(op, residual, next.data()));
   TG_RETURN_IF_ERROR(encode_whole(op, float_view(next.data(), n), seed, payload));
   TG_RETURN_IF_ERROR(
       op.codec->decode_subtract(payload->data(), payload->size, float_view(next.data(), n)));
   // Only now, with the op's payload made, does the residual change.
-  return op.state->sender().swap_float_residual(op.key, &next);
+  if (residual == nullptr) TG_RETURN_IF_ERROR(store.float_residual(op.key, n, &residual));
+  return store.swap_float_residual(op.key, &next);
 }
 
 void update_residual(float* residual, const float* compensated, const float* sent, int64_t n) {

@@ -174,6 +174,7 @@ Status CompressionState::load(const uint8_t* data, size_t bytes) {
   powersgd_.swap(powersgd);
   steps_.swap(steps);
   topk_.swap(topk);
+  spares_.clear();  // the old residuals' spares: memory only
   return Status::ok();
 }
 

@@ -88,10 +88,11 @@ class PayloadAllgatherTask : public CollectiveTask {
       payloads[r] = r == op_.rank ? PayloadSpan{mine_.data(), mine_.size}
                                   : PayloadSpan{by_rank[r]->buffer.data(), by_rank[r]->bytes};
     }
-    size_t failed = 0;
+    size_t failed = payloads.size();  // set only when a payload does not decode
     Status decoded =
         op_.codec->decode_sum(payloads.data(), payloads.size(), float_view(sum, n),
                               op_.average ? static_cast<float>(op_.size) : 1.0f, &failed);
+    if (!decoded.is_ok() && failed >= payloads.size()) return decoded;
     if (!decoded.is_ok()) {
       return Status(decoded.code(), "the payload of rank " + std::to_string(failed) +
                                         " does not decode: " + decoded.message());
