@@ -84,6 +84,17 @@ std::vector<double> residual_of(ResidualStore& store, int64_t count) {
   return values;
 }
 
+// Two saved compression states (CompressionState::save) hold the same residuals of the key,
+// the sender's and the owner's.
+void expect_same_residuals(const std::vector<uint8_t>& before, const std::vector<uint8_t>& after,
+                           int64_t count) {
+  CompressionState a, b;
+  ASSERT_TRUE(a.load(before.data(), before.size()).is_ok());
+  ASSERT_TRUE(b.load(after.data(), after.size()).is_ok());
+  EXPECT_EQ(residual_of(a.sender(), count), residual_of(b.sender(), count));
+  EXPECT_EQ(residual_of(a.owner(), count), residual_of(b.owner(), count));
+}
+
 class FeedbackInvariant : public ::testing::TestWithParam<Job> {};
 
 TEST_P(FeedbackInvariant, ArrivedPlusResidualsEqualsTheInputsOverTenSteps) {
@@ -383,10 +394,7 @@ TEST(SparseFeedbackInPlace, OverflowAndNaNAreRefusedResidualsUnchanged) {
     }
     EXPECT_FALSE(results[1].is_ok());  // its peer aborted
     ASSERT_TRUE(states[0].save(&after).is_ok());
-    CompressionState a, b;
-    ASSERT_TRUE(a.load(before.data(), before.size()).is_ok());
-    ASSERT_TRUE(b.load(after.data(), after.size()).is_ok());
-    EXPECT_EQ(residual_of(a.sender(), job.count), residual_of(b.sender(), job.count));
+    expect_same_residuals(before, after, job.count);
   }
 }
 
@@ -408,11 +416,7 @@ TEST(NonFiniteInput, RefusedNamingTheElementResidualsUnchanged) {
   EXPECT_FALSE(results[1].is_ok());  // its peer aborted
   ASSERT_TRUE(states[0].save(&saved1).is_ok());
   // The step counter moved (the op was posted), but no residual changed.
-  CompressionState a, b;
-  ASSERT_TRUE(a.load(saved0.data(), saved0.size()).is_ok());
-  ASSERT_TRUE(b.load(saved1.data(), saved1.size()).is_ok());
-  EXPECT_EQ(residual_of(a.sender(), count), residual_of(b.sender(), count));
-  EXPECT_EQ(residual_of(a.owner(), count), residual_of(b.owner(), count));
+  expect_same_residuals(saved0, saved1, count);
 }
 
 }  // namespace

@@ -1,7 +1,6 @@
 #include "collectives/compressed/compressed_kit.h"
 
 #include <algorithm>
-#include <cmath>
 #include <string>
 #include <vector>
 
@@ -9,7 +8,6 @@
 #include "compress/float_io.h"
 #include "compress/seeded_random.h"
 #include "compress/topk.h"
-#include "numeric/half.h"
 
 namespace tidegate {
 
@@ -150,18 +148,14 @@ Status compensate_into(const CompressedOp& op, const float* residual, float* nex
     } else {
       for (int64_t i = 0; i < n; ++i) out[i] = x[i] + 0.0f;
     }
-    uint32_t bad = 0;  // an OR of exponent tests vectorises; std::isfinite in the loop does not
-    for (int64_t i = 0; i < n; ++i) bad |= (float_bits(out[i]) & 0x7f800000u) == 0x7f800000u;
-    if (bad == 0) continue;
+    const int64_t bad = first_nonfinite(out, n);
+    if (bad < 0) continue;
     TG_RETURN_IF_ERROR(check_finite_input(op));  // names a NaN or infinite input element
-    for (int64_t i = 0; i < n; ++i) {
-      if (std::isfinite(out[i])) continue;
-      return invalid_argument(std::string("codec ") + op.codec->spec() + ": input element " +
-                              std::to_string(first + i) + " (" + std::to_string(x[i]) +
-                              ") plus its error-feedback residual (" +
-                              std::to_string(residual != nullptr ? residual[first + i] : 0.0f) +
-                              ") overflows float32 (residuals unchanged)");
-    }
+    return invalid_argument(std::string("codec ") + op.codec->spec() + ": input element " +
+                            std::to_string(first + bad) + " (" + std::to_string(x[bad]) +
+                            ") plus its error-feedback residual (" +
+                            std::to_string(residual != nullptr ? residual[first + bad] : 0.0f) +
+                            ") overflows float32 (residuals unchanged)");
   }
   return Status::ok();
 }

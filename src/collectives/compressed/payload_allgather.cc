@@ -92,8 +92,8 @@ class PayloadAllgatherTask : public CollectiveTask {
     Status decoded =
         op_.codec->decode_sum(payloads.data(), payloads.size(), float_view(sum, n),
                               op_.average ? static_cast<float>(op_.size) : 1.0f, &failed);
-    if (!decoded.is_ok() && failed >= payloads.size()) return decoded;
     if (!decoded.is_ok()) {
+      if (failed >= payloads.size()) return decoded;
       return Status(decoded.code(), "the payload of rank " + std::to_string(failed) +
                                         " does not decode: " + decoded.message());
     }
