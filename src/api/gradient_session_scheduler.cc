@@ -158,7 +158,8 @@ Status GradientSession::post_op(const ScheduledOp& op) {
       size_t at = 0;
       for (const SchedulePiece& piece : op.pieces) {
         const TensorView& view = gradients_[piece.gradient].view;
-        std::memcpy(fused->data() + at, view.data, view.bytes());
+        // A zero-size gradient may have no memory at all (data NULL): memcpy must not see it.
+        if (view.bytes() > 0) std::memcpy(fused->data() + at, view.data, view.bytes());
         at += view.bytes();
       }
       args = in_place_allreduce(fused->data(),
@@ -187,7 +188,7 @@ Status GradientSession::post_op(const ScheduledOp& op) {
       size_t at = 0;
       for (const SchedulePiece& piece : pieces) {
         const TensorView& view = gradients_[piece.gradient].view;
-        std::memcpy(view.data, fused->data() + at, view.bytes());
+        if (view.bytes() > 0) std::memcpy(view.data, fused->data() + at, view.bytes());
         at += view.bytes();
       }
     }

@@ -7,7 +7,7 @@
 # for the instrumented build; only `ctest` does. Without a clang with libFuzzer, nothing is
 # registered. The opt-in whole-project fuzz build (TIDEGATE_FUZZ=ON, tests/fuzz/CMakeLists.txt)
 # registers the same targets itself, so this driver stands aside there.
-if(TIDEGATE_FUZZ)
+if(TIDEGATE_FUZZ OR TIDEGATE_SANITIZE)  # a sanitizer build runs the suite, not the fuzzers
   return()
 endif()
 set(TIDEGATE_FUZZ_CI_SECONDS 5 CACHE STRING "Seconds each codec fuzz target runs under CTest (g++ builds)")

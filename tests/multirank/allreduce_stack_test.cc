@@ -65,7 +65,7 @@ TEST_P(AllreduceStack, MatchesReferenceAndIsBitwiseIdentical) {
       ++wrong;
     }
   }
-  for (int r = 1; r < ranks; ++r) {
+  for (int r = 1; r < ranks && bytes > 0; ++r) {  // empty outputs have no data pointer
     EXPECT_EQ(0, std::memcmp(outputs[0].data(), outputs[r].data(), bytes))
         << "rank " << r << "'s result differs bitwise from rank 0's";
   }
