@@ -25,6 +25,12 @@ set(tidegate_sanitize_flags -fsanitize=${TIDEGATE_SANITIZE} -fno-sanitize-recove
 if(TIDEGATE_SANITIZE MATCHES "undefined")
   list(APPEND tidegate_sanitize_flags -fno-sanitize=enum)
 endif()
+# ThreadSanitizer and ifuncs do not mix: the loader runs the resolvers of the vector-clone
+# kernels (compress/simd.h, numeric/avx2_clones.h) before TSan's runtime is up, and GCC
+# instruments them, so every binary crashed at load. The TSan build runs the baseline clone.
+if(TIDEGATE_SANITIZE STREQUAL "thread")
+  add_compile_definitions(TG_NO_VECTOR_CLONES)
+endif()
 add_compile_options("$<$<COMPILE_LANGUAGE:C,CXX>:${tidegate_sanitize_flags}>")
 add_link_options(-fsanitize=${TIDEGATE_SANITIZE})
 message(STATUS "tidegate: every target built with -fsanitize=${TIDEGATE_SANITIZE}")

@@ -331,11 +331,9 @@ Status GradientSession::step(tidegate_session_stats_t* stats) {
 }
 
 void GradientSession::fail(const Status& status) {
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    if (failure_.is_ok()) failure_ = status;
-  }
-  changed_.notify_all();
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (failure_.is_ok()) failure_ = status;
+  changed_.notify_all();  // under the lock, as in pieces_done: the destructor may be waiting
 }
 
 }  // namespace tidegate

@@ -223,8 +223,11 @@ void GradientSession::pieces_done(const std::vector<SchedulePiece>& pieces, cons
       ++step_;
       marked_ = done_ = 0;
     }
+    // Notified under the lock: the destructor may be waiting for outstanding_ops_ to reach 0,
+    // and once it sees that it destroys changed_; a notify after unlocking could still be
+    // touching it (ThreadSanitizer caught exactly that).
+    changed_.notify_all();
   }
-  changed_.notify_all();
 }
 
 Status GradientSession::stuck_error(const std::vector<int32_t>& counts, int64_t step) const {

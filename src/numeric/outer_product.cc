@@ -4,6 +4,8 @@
 #include <thread>
 #include <vector>
 
+#include "numeric/avx2_clones.h"
+
 namespace tidegate {
 namespace {
 
@@ -16,11 +18,8 @@ constexpr int64_t kTileCols = 512;
 
 // out[i0..i1) x [j0..j1) from every factor row. The column loop is the vectorised one; each
 // element's sum runs over the factor rows in order, so the vector width changes nothing.
-__attribute__((target_clones("avx2", "default"))) void tile(const FactorBlock* blocks,
-                                                             int block_count, int64_t m,
-                                                             int64_t n, int64_t i0, int64_t i1,
-                                                             int64_t j0, int64_t j1,
-                                                             float* __restrict out) {
+TG_AVX2_CLONES void tile(const FactorBlock* blocks, int block_count, int64_t m, int64_t n,
+                         int64_t i0, int64_t i1, int64_t j0, int64_t j1, float* __restrict out) {
   for (int64_t i = i0; i < i1; ++i) std::fill(out + i * n + j0, out + i * n + j1, 0.0f);
   for (int b = 0; b < block_count; ++b) {
     const FactorBlock& block = blocks[b];

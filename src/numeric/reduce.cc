@@ -9,6 +9,7 @@
 #include <cmath>
 #include <type_traits>
 
+#include "numeric/avx2_clones.h"
 #include "numeric/half.h"
 
 namespace tidegate {
@@ -151,23 +152,19 @@ void kernel(void* dst, const void* a, const void* b, int64_t count) {
 // The hot kernels (sum and average carry almost all gradient traffic), cloned for AVX2; the
 // loader picks the clone once per process. Both clones compute the same bits: the vector
 // width changes how many elements one instruction handles, never an element's result.
-__attribute__((target_clones("avx2", "default"))) void sum_f32(void* dst, const void* a,
-                                                               const void* b, int64_t count) {
+TG_AVX2_CLONES void sum_f32(void* dst, const void* a, const void* b, int64_t count) {
   combine<float, Sum>(dst, a, b, count);
 }
 
-__attribute__((target_clones("avx2", "default"))) void sum_f64(void* dst, const void* a,
-                                                               const void* b, int64_t count) {
+TG_AVX2_CLONES void sum_f64(void* dst, const void* a, const void* b, int64_t count) {
   combine<double, Sum>(dst, a, b, count);
 }
 
-__attribute__((target_clones("avx2", "default"))) void sum_f16(void* dst, const void* a,
-                                                               const void* b, int64_t count) {
+TG_AVX2_CLONES void sum_f16(void* dst, const void* a, const void* b, int64_t count) {
   combine<uint16_t, Narrow<F16, Sum>>(dst, a, b, count);
 }
 
-__attribute__((target_clones("avx2", "default"))) void sum_bf16(void* dst, const void* a,
-                                                                const void* b, int64_t count) {
+TG_AVX2_CLONES void sum_bf16(void* dst, const void* a, const void* b, int64_t count) {
   combine<uint16_t, Narrow<BF16, Sum>>(dst, a, b, count);
 }
 
