@@ -204,6 +204,9 @@ typedef struct tidegate_store {
  * variables (Open MPI, PMI, Slurm); the rendezvous store from TIDEGATE_STORE_ADDR (rank 0 hosts
  * it when no launcher does); the job secret from TIDEGATE_SECRET or TIDEGATE_SECRET_FILE.
  * Collective over all ranks: blocks until every rank has joined or the timeout passes.
+ * Communicators created one after another through the same store (e.g. after a failure) are
+ * kept apart by a generation each rank counts in the store, so a rank that its launcher started
+ * again (tidegate-run --restarts: a new process) joins the survivors' next communicator.
  * Errors: CONFIG (missing or malformed variables), AUTH, TIMEOUT, SYSTEM.
  */
 TIDEGATE_API tidegate_status_t tidegate_comm_create_from_env(tidegate_comm_t* comm);

@@ -9,10 +9,21 @@
 // The deferred update is a reordering only: each layer is updated with the averaged gradient of
 // the previous step before this step's forward reads it, exactly as in plain synchronous SGD.
 // At the end the ranks compare a hash of their parameters: they must be bitwise identical.
+//
+// With --checkpoint DIR every rank saves its model, momentum and error-feedback state after each
+// epoch. A rank that dies is started again by the launcher (tidegate-run --restarts 1); the
+// others see the failure (PEER_FAILED or ABORTED from the step they are in), drop their session
+// and communicator and create a new one with it, every rank loads the newest epoch that all of
+// them saved, and training goes on. Each epoch's batches depend only on the seed, the epoch and
+// the rank, so the job ends with the parameters of a job that never failed, bit for bit:
+//
+//   tidegate-run -n 4 --restarts 1 -- tidegate-example-mlp-digits DATA --checkpoint /tmp/ck
+//       --fail-at 2:5:3      (one line; rank 2 SIGKILLs itself in epoch 5, step 3, first life)
 #include <tidegate/tidegate.hpp>
 
 #include <algorithm>
 #include <chrono>
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -21,6 +32,7 @@
 #include <string>
 #include <vector>
 
+#include "checkpoint.h"
 #include "digits_data.h"
 #include "mlp_model.h"
 #include "rng.h"
@@ -36,13 +48,23 @@ struct Options {
   float momentum = 0.9f;
   double min_accuracy = 0.9;
   uint64_t seed = 20240611;
+  std::string checkpoint_dir;  // "" = no checkpoints, and a failure ends the job
+  int max_rebuilds = 3;
+  int fail_rank = -1, fail_epoch = 0, fail_step = 0;  // --fail-at, for the restart test
 };
 
 const char kUsage[] =
     "usage: tidegate-example-mlp-digits DIGITS.csv.gz [--codec SPEC] [--epochs N] [--batch B]\n"
     "       [--lr X] [--momentum X] [--min-accuracy X] [--seed N]\n"
-    "  --codec SPEC   compress every gradient (e.g. fp16, qsgd:bits=8), with error feedback;\n"
-    "                 default dense. Launch with tidegate-run -n RANKS -- ...\n";
+    "       [--checkpoint DIR [--max-rebuilds N] [--fail-at RANK:EPOCH:STEP]]\n"
+    "  --codec SPEC       compress every gradient (e.g. fp16, qsgd:bits=8), with error\n"
+    "                     feedback; default dense. Launch with tidegate-run -n RANKS -- ...\n"
+    "  --checkpoint DIR   save every rank's state after each epoch; after a lost rank (started\n"
+    "                     again by tidegate-run --restarts), rebuild the communicator and go\n"
+    "                     on from the newest epoch every rank saved (at most --max-rebuilds\n"
+    "                     times, default 3)\n"
+    "  --fail-at R:E:S    rank R kills itself (SIGKILL) in epoch E, step S, mid-backward, in\n"
+    "                     its first life only: to test the above\n";
 
 Options parse(int argc, char** argv) {
   Options o;
@@ -66,7 +88,15 @@ Options parse(int argc, char** argv) {
       o.min_accuracy = std::stod(value());
     else if (arg == "--seed")
       o.seed = std::stoull(value());
-    else if (arg == "-h" || arg == "--help")
+    else if (arg == "--checkpoint")
+      o.checkpoint_dir = value();
+    else if (arg == "--max-rebuilds")
+      o.max_rebuilds = std::stoi(value());
+    else if (arg == "--fail-at") {
+      const std::string spec = value();
+      if (std::sscanf(spec.c_str(), "%d:%d:%d", &o.fail_rank, &o.fail_epoch, &o.fail_step) != 3)
+        throw std::runtime_error("--fail-at wants RANK:EPOCH:STEP, got '" + spec + "'");
+    } else if (arg == "-h" || arg == "--help")
       throw std::runtime_error(kUsage);
     else if (!arg.empty() && arg[0] != '-' && o.data.empty())
       o.data = arg;
@@ -112,14 +142,30 @@ double accuracy(mlp::Model& model, const digits::Dataset& set) {
   return static_cast<double>(right) / set.size();
 }
 
-int run(const Options& o) {
+// The data every life of the communicator trains on: loaded and split once per process.
+struct Data {
+  digits::Dataset train, test;
+};
+
+// A rank restarted by tidegate-run --restarts: it joins a job that lost it, so it resumes from
+// the checkpoints like the survivors, and --fail-at no longer applies to it.
+bool restarted_process() {
+  const char* count = std::getenv("TIDEGATE_RESTART_COUNT");
+  return count != nullptr && *count != '\0' && std::string(count) != "0";
+}
+
+// Failures that a lost or stalled peer causes, after which a new communicator can go on.
+bool survivable(tidegate_status_t status) {
+  return status == TIDEGATE_ERR_PEER_FAILED || status == TIDEGATE_ERR_ABORTED ||
+         status == TIDEGATE_ERR_TIMEOUT;
+}
+
+// One life of the communicator: create it, agree on the epoch to start from, train to the end
+// and verify. Returns the exit status; throws tidegate::Error when a collective fails.
+int train(const Options& o, const Data& data, bool resume) {
   auto comm = tidegate::Communicator::from_env();
   const int rank = comm.rank(), size = comm.size();
-
-  digits::Dataset all = digits::load_csv_gz(o.data), train, test;
-  digits::split(all, 0.2, o.seed, &train, &test);
-  std::vector<int> shard;  // this rank's training samples
-  for (int i = rank; i < train.size(); i += size) shard.push_back(i);
+  const digits::Dataset &train = data.train, &test = data.test;
   // Every rank must run the same number of steps (each marks every gradient once per step), so
   // the count comes from the largest shard, rank 0's; a smaller shard's last batch is smaller.
   const int largest_shard = (train.size() + size - 1) / size;
@@ -127,15 +173,33 @@ int run(const Options& o) {
 
   mlp::Model model({digits::kFeatures, 128, 64, digits::kClasses}, o.seed);  // same on all ranks
   const int layers = model.layers();
+
+  // Where to start: after the newest epoch that every rank has a checkpoint of (a rank killed
+  // between its peers' writes and its own is one epoch behind), or from the start.
+  int64_t resume_after =
+      resume && !o.checkpoint_dir.empty() ? examples::newest_checkpoint(o.checkpoint_dir, rank) : 0;
+  comm.allreduce(&resume_after, &resume_after, 1, TIDEGATE_MIN);
+  if (resume_after > 0) {
+    std::vector<uint8_t> compression_state;
+    examples::load_checkpoint(o.checkpoint_dir, rank, static_cast<int>(resume_after), &model,
+                              &compression_state);
+    comm.load_compression_state(compression_state);
+  }
+  const bool fail_here = rank == o.fail_rank && !restarted_process();
+
   tidegate_session_options_t session_options{};
   session_options.op = TIDEGATE_AVG;
-  double final_accuracy = 0.0;
   tidegate_session_stats_t totals{};
   const auto start = std::chrono::steady_clock::now();
   if (rank == 0) {
-    std::printf("mlp_digits: %d ranks, %d train / %d test samples, %d steps per epoch, codec %s\n",
-                size, train.size(), test.size(), steps_per_epoch,
-                o.codec.empty() ? "none (dense)" : o.codec.c_str());
+    std::printf(
+        "mlp_digits: %d ranks, %d train / %d test samples, %d steps per epoch, codec %s%s\n", size,
+        train.size(), test.size(), steps_per_epoch,
+        o.codec.empty() ? "none (dense)" : o.codec.c_str(),
+        resume_after > 0 ? (", resuming after epoch " + std::to_string(resume_after)).c_str()
+        : resume         ? ", resuming from the start (no epoch saved by every rank)"
+                         : "");
+    std::fflush(stdout);
   }
   {
     tidegate::GradientSession session(comm, gradients_of(model, o), session_options);
@@ -148,7 +212,11 @@ int run(const Options& o) {
     };
     std::vector<int> batch_labels;
     std::vector<float> batch_x;
-    for (int epoch = 1; epoch <= o.epochs; ++epoch) {
+    for (int epoch = static_cast<int>(resume_after) + 1; epoch <= o.epochs; ++epoch) {
+      // This rank's samples in an order that depends on the seed, epoch and rank only, so that
+      // an epoch run again after a failure sees the same batches.
+      std::vector<int> shard;
+      for (int i = rank; i < train.size(); i += size) shard.push_back(i);
       examples::Rng rng(o.seed ^ (uint64_t(epoch) << 32) ^ uint64_t(rank));
       rng.shuffle(shard);
       double loss_sum = 0.0, samples = 0.0;
@@ -184,6 +252,8 @@ int run(const Options& o) {
           model.backward_layer(i);
           session.ready(weight_key(i));
           session.ready(bias_key(i));
+          // The restart test's fault: dead with its first gradients in flight.
+          if (fail_here && epoch == o.fail_epoch && step == o.fail_step) std::raise(SIGKILL);
         }
         pending = true;
       }
@@ -194,16 +264,20 @@ int run(const Options& o) {
       // Between steps the communicator is free for other collectives (the session is idle).
       double sums[2] = {loss_sum, samples};
       comm.allreduce(sums, sums, 2, TIDEGATE_SUM);
-      final_accuracy = accuracy(model, test);
       if (rank == 0) {
         std::printf("epoch %d loss %.4f test_accuracy %.4f\n", epoch, sums[0] / sums[1],
-                    final_accuracy);
+                    accuracy(model, test));
         std::fflush(stdout);
+      }
+      if (!o.checkpoint_dir.empty()) {
+        examples::save_checkpoint(o.checkpoint_dir, rank, epoch, model,
+                                  comm.save_compression_state());
       }
     }
   }
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  const double final_accuracy = accuracy(model, test);
 
   // Bitwise-identical parameters on every rank: compare the hashes of all ranks.
   const uint64_t hash = model.parameter_hash();
@@ -243,6 +317,30 @@ int run(const Options& o) {
   }
   comm.close();
   return status;
+}
+
+int run(const Options& o) {
+  Data data;
+  digits::Dataset all = digits::load_csv_gz(o.data);
+  digits::split(all, 0.2, o.seed, &data.train, &data.test);
+  bool resume = restarted_process();
+  for (int rebuilds = 0;; ++rebuilds) {
+    try {
+      return train(o, data, resume);
+    } catch (const tidegate::Error& e) {
+      if (o.checkpoint_dir.empty() || !survivable(e.status()) || rebuilds >= o.max_rebuilds) {
+        throw;
+      }
+      // The session and communicator of the failed life are gone (destroyed as train()
+      // unwound); the next life meets the restarted rank in a new communicator.
+      std::fprintf(stderr,
+                   "mlp_digits: %s\nmlp_digits: rebuilding the communicator (%d of at most %d) "
+                   "and resuming from the last checkpoint\n",
+                   e.what(), rebuilds + 1, o.max_rebuilds);
+      std::fflush(stderr);
+      resume = true;
+    }
+  }
 }
 
 }  // namespace

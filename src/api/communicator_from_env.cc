@@ -1,7 +1,9 @@
 // Communicator creation from the environment: rank and size from TIDEGATE_RANK/SIZE or the
 // launcher, the job secret from TIDEGATE_SECRET(_FILE), the store at TIDEGATE_STORE_ADDR
 // (served by rank 0 or by an external launcher such as tidegate-run).
+#include <algorithm>
 #include <atomic>
+#include <cstdlib>
 
 #include "api/communicator.h"
 #include "base/socket_util.h"
@@ -25,6 +27,42 @@ Status choose_advertise_host(const Config& config, const std::string& store_host
   }
   return route_source_address(store_host, store_port, host);
 }
+
+// Communicators created one after another from the same environment use the same store, so
+// each gets its own key prefix, "env<generation>/"; all ranks create them in the same order, so
+// the n-th communicator of every rank has generation n. The count lives in two places, and the
+// larger wins:
+//  - in the store, one key per rank number, so that a rank restarted by its launcher (a new
+//    process: tidegate-run --restarts) continues its predecessor's count and meets the
+//    survivors' next communicator rather than their first;
+//  - in the process, for a store that rank 0 serves and that is therefore new (and empty) for
+//    each communicator, while a rank that reaches the old server before rank 0 stops it still
+//    counts from the old keys.
+namespace {
+Status next_generation(Store* store, int rank, Deadline deadline, int* generation) {
+  static std::atomic<int> created_by_this_process{0};
+  const std::string key = "env-created/rank" + std::to_string(rank);
+  std::string value;
+  int in_store = 0;
+  // A zero wait: the key is missing until this rank number's first creation.
+  Status st = store->get(key, Deadline::after_ms(0), &value);
+  if (st.is_ok()) {
+    char* end = nullptr;
+    const long parsed = std::strtol(value.c_str(), &end, 10);
+    if (end == value.c_str() || *end != '\0' || parsed < 0 || parsed > (1L << 30)) {
+      return protocol_error("the store's creation count for rank " + std::to_string(rank) +
+                            " is not a number: '" + value + "'");
+    }
+    in_store = static_cast<int>(parsed);
+  } else if (st.code() != TIDEGATE_ERR_TIMEOUT) {
+    return st;
+  }
+  *generation = std::max(in_store, created_by_this_process.load());
+  created_by_this_process.store(*generation + 1);
+  if (deadline.passed()) return timeout_error("the rendezvous deadline passed");
+  return store->set(key, std::to_string(*generation + 1));
+}
+}  // namespace
 
 Status create_communicator_from_env(std::unique_ptr<Communicator>* out) {
   CommunicatorOptions options;
@@ -59,11 +97,10 @@ Status create_communicator_from_env(std::unique_ptr<Communicator>* out) {
   std::unique_ptr<Store> store;
   TG_RETURN_IF_ERROR(connect_tcp_store(address, options.secret, deadline, &store));
 
-  // Communicators created one after another from the same environment use the same store:
-  // a per-process generation keeps their keys apart (all ranks create them in the same order).
-  static std::atomic<int> generation{0};
+  int generation = 0;
+  TG_RETURN_IF_ERROR(next_generation(store.get(), options.rank, deadline, &generation));
   std::unique_ptr<Store> scoped =
-      make_prefix_store(store.get(), "env" + std::to_string(generation.fetch_add(1)) + "/");
+      make_prefix_store(store.get(), "env" + std::to_string(generation) + "/");
   options.store = scoped.get();
   TG_RETURN_IF_ERROR(
       choose_advertise_host(config, store_host, store_port, &options.advertise_host));

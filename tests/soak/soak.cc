@@ -1,8 +1,9 @@
 // One rank of the soak (./run.sh soak --minutes N): random collectives, dtypes, reduce ops and
-// sizes from 1 byte to 32 MiB, blocking and several in flight, for N minutes; every result is
-// checked against a reference; each rank samples its resident memory, open descriptors and
-// threads every --sample-s seconds. Every rank draws the same sequence (a generator seeded with
-// the same seed), so the ranks post the same collectives in the same order.
+// sizes from 1 byte to 32 MiB, blocking and several in flight, and compressed allreduces of every
+// codec (soak_compressed.h), for N minutes; every result is checked against a reference; each rank
+// samples its resident memory, open descriptors and threads every --sample-s seconds. Every rank
+// draws the same sequence (a generator seeded with the same seed), so the ranks post the same
+// collectives in the same order.
 //
 // Output, one line each, for bench/soak/summarise_soak.py:
 //   soak-sample rank R t_s T ops N wrong W rss_kb K fds F threads H
@@ -19,18 +20,23 @@
 #include <string>
 #include <vector>
 
+#include "soak_compressed.h"
+#include "soak_rank.h"
 #include "test_values.h"
 #include "tidegate/tidegate.h"
 
 namespace {
+
+using Rank = tidegate::soak::SoakRank;
+using tidegate::soak::report_failure;
 
 using tidegate::testing::expected_value;
 using tidegate::testing::input_value;
 using tidegate::testing::load_value;
 using tidegate::testing::store_value;
 
-constexpr tidegate_dtype_t kDtypes[] = {TIDEGATE_FLOAT32, TIDEGATE_FLOAT64, TIDEGATE_FLOAT16,
-                                        TIDEGATE_BFLOAT16, TIDEGATE_INT32,  TIDEGATE_INT64,
+constexpr tidegate_dtype_t kDtypes[] = {TIDEGATE_FLOAT32,  TIDEGATE_FLOAT64, TIDEGATE_FLOAT16,
+                                        TIDEGATE_BFLOAT16, TIDEGATE_INT32,   TIDEGATE_INT64,
                                         TIDEGATE_UINT8};
 constexpr tidegate_reduce_op_t kOps[] = {TIDEGATE_SUM, TIDEGATE_AVG, TIDEGATE_MIN, TIDEGATE_MAX,
                                          TIDEGATE_PROD};
@@ -39,15 +45,6 @@ struct Options {
   double minutes = 1;
   int sample_s = 10;
   uint64_t seed = 1;
-};
-
-struct Rank {
-  tidegate_comm_t comm = nullptr;
-  int rank = 0;
-  int size = 1;
-  uint64_t ops = 0;
-  uint64_t wrong = 0;
-  uint64_t failed = 0;
 };
 
 int64_t status_field_kb(const char* name) {
@@ -76,13 +73,8 @@ int64_t elements(int64_t bytes, tidegate_dtype_t dtype) {
 void fill(std::vector<unsigned char>* buffer, tidegate_dtype_t dtype, int64_t count, int rank,
           tidegate_reduce_op_t op, int64_t first = 0) {
   buffer->resize(static_cast<size_t>(count) * tidegate_dtype_size(dtype));
-  for (int64_t i = 0; i < count; ++i) store_value(buffer->data(), dtype, i, input_value(rank, first + i, op));
-}
-
-void report_failure(Rank& r, const std::string& what, tidegate_status_t st) {
-  ++r.failed;
-  std::fprintf(stderr, "soak: rank %d: %s failed: %s: %s\n", r.rank, what.c_str(),
-               tidegate_status_string(st), tidegate_last_error());
+  for (int64_t i = 0; i < count; ++i)
+    store_value(buffer->data(), dtype, i, input_value(rank, first + i, op));
 }
 
 // Checks `count` reduced elements starting at global index `first`; counts wrong values.
@@ -150,7 +142,8 @@ void run_reduce_scatter(Rank& r, tidegate_dtype_t dtype, tidegate_reduce_op_t op
 }
 
 void run_allgather(Rank& r, tidegate_dtype_t dtype, int64_t count) {
-  std::vector<unsigned char> in, out(static_cast<size_t>(count * r.size) * tidegate_dtype_size(dtype));
+  std::vector<unsigned char> in,
+      out(static_cast<size_t>(count * r.size) * tidegate_dtype_size(dtype));
   fill(&in, dtype, count, r.rank, TIDEGATE_SUM);
   tidegate_tensor_t ti = tidegate_host_tensor(in.data(), count, dtype);
   tidegate_tensor_t to = tidegate_host_tensor(out.data(), count * r.size, dtype);
@@ -181,11 +174,13 @@ void run_broadcast(Rank& r, tidegate_dtype_t dtype, int64_t count, int root) {
 }
 
 void sample(const Rank& r, double seconds) {
-  std::printf("soak-sample rank %d t_s %.0f ops %llu wrong %llu failed %llu rss_kb %lld fds %d threads %lld\n",
-              r.rank, seconds, static_cast<unsigned long long>(r.ops),
-              static_cast<unsigned long long>(r.wrong), static_cast<unsigned long long>(r.failed),
-              static_cast<long long>(status_field_kb("VmRSS:")), open_descriptors(),
-              static_cast<long long>(status_field_kb("Threads:")));
+  std::printf(
+      "soak-sample rank %d t_s %.0f ops %llu wrong %llu failed %llu rss_kb %lld fds %d threads "
+      "%lld\n",
+      r.rank, seconds, static_cast<unsigned long long>(r.ops),
+      static_cast<unsigned long long>(r.wrong), static_cast<unsigned long long>(r.failed),
+      static_cast<long long>(status_field_kb("VmRSS:")), open_descriptors(),
+      static_cast<long long>(status_field_kb("Threads:")));
   std::fflush(stdout);
 }
 
@@ -193,9 +188,12 @@ Options parse(int argc, char** argv) {
   Options o;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string flag = argv[i];
-    if (flag == "--minutes") o.minutes = std::atof(argv[i + 1]);
-    else if (flag == "--sample-s") o.sample_s = std::atoi(argv[i + 1]);
-    else if (flag == "--seed") o.seed = std::strtoull(argv[i + 1], nullptr, 10);
+    if (flag == "--minutes")
+      o.minutes = std::atof(argv[i + 1]);
+    else if (flag == "--sample-s")
+      o.sample_s = std::atoi(argv[i + 1]);
+    else if (flag == "--seed")
+      o.seed = std::strtoull(argv[i + 1], nullptr, 10);
   }
   return o;
 }
@@ -223,9 +221,10 @@ int main(int argc, char** argv) {
     const tidegate_reduce_op_t op = kOps[draw() % std::size(kOps)];
     // From 1 byte to 32 MiB: a power of two 2^0..2^24, then uniform up to twice it.
     const int64_t bytes = int64_t{1} << (draw() % 25);
-    const int64_t count = elements(bytes + static_cast<int64_t>(draw() % static_cast<uint64_t>(bytes)), dtype);
+    const int64_t count =
+        elements(bytes + static_cast<int64_t>(draw() % static_cast<uint64_t>(bytes)), dtype);
     const int root = static_cast<int>(draw() % static_cast<uint64_t>(r.size));
-    switch (draw() % 8) {
+    switch (draw() % 10) {
       case 0:
       case 1:
       case 2:
@@ -242,6 +241,10 @@ int main(int argc, char** argv) {
         break;
       case 6:
         run_broadcast(r, dtype, count, root);
+        break;
+      case 7:
+      case 8:
+        tidegate::soak::run_compressed(r, draw);
         break;
       default:
         if (const tidegate_status_t st = tidegate_barrier(r.comm); st != TIDEGATE_OK) {

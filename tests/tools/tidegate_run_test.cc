@@ -100,6 +100,42 @@ TEST(TidegateRun, AFailingRankStopsTheSleepingOnesQuickly) {
   EXPECT_LT(r.seconds, 5.0) << "the sleeping ranks must get SIGTERM at once";
 }
 
+TEST(TidegateRun, RestartsAKilledRankWhileTheOthersGoOn) {
+  // Rank 1's first process kills itself; the others must not be stopped (they finish their
+  // sleep and print), and the second process of rank 1 is told it is a restart.
+  ProcessResult r = run_process(
+      launcher({"-n", "3", "--restarts", "1"},
+               "if [ $TIDEGATE_RANK = 1 ] && [ -z \"$TIDEGATE_RESTART_COUNT\" ]; then kill -9 $$; "
+               "fi; sleep 0.5; echo done $TIDEGATE_RANK ${TIDEGATE_RESTART_COUNT:-0} "
+               "$TIDEGATE_STORE_ADDR"),
+      seconds(30));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  std::set<std::string> finished, stores;
+  for (const std::string& line : split_lines(r.out)) {
+    const size_t store = line.rfind(' ');
+    finished.insert(line.substr(0, store));
+    stores.insert(line.substr(store + 1));
+  }
+  EXPECT_EQ(finished, (std::set<std::string>{"[0] done 0 0", "[1] done 1 1", "[2] done 2 0"}));
+  EXPECT_EQ(stores.size(), 1u) << "the restarted rank must meet the same store";
+  EXPECT_NE(r.err.find("rank 1 was killed by signal 9"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("starting it again (restart 1 of this rank"), std::string::npos) << r.err;
+}
+
+TEST(TidegateRun, StopsTheJobOnceItsRestartsAreSpent) {
+  ProcessResult r = run_process(
+      launcher({"-n", "2", "--restarts", "2"},
+               "[ $TIDEGATE_RANK = 1 ] && exit 5; echo ${TIDEGATE_RESTART_COUNT:-0}; sleep 60"),
+      seconds(30));
+  EXPECT_FALSE(r.timed_out);
+  EXPECT_EQ(r.exit_code, 5) << r.err;
+  EXPECT_LT(r.seconds, 10.0);
+  EXPECT_NE(r.err.find("restart 2 of this rank, 0 left"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("rank 1 exited with code 5; stopping the other ranks"), std::string::npos)
+      << r.err;
+  EXPECT_EQ(r.out, "[0] 0\n") << "rank 0 must not be restarted: it never failed";
+}
+
 TEST(TidegateRun, EscalatesToSigkillWhenARankIgnoresSigterm) {
   // Rank 1 tells rank 0 through a fifo once it ignores SIGTERM; only then does rank 0 fail.
   char dir[] = "/tmp/tidegate-run-test-XXXXXX";
@@ -193,7 +229,8 @@ TEST(TidegateRun, BadCommandLineIs2WithUsage) {
            {TIDEGATE_RUN_PATH, "--", "true"},
            {TIDEGATE_RUN_PATH, "-n", "0", "--", "true"},
            {TIDEGATE_RUN_PATH, "-n", "2"},
-           {TIDEGATE_RUN_PATH, "-n", "2", "--bogus", "--", "true"}}) {
+           {TIDEGATE_RUN_PATH, "-n", "2", "--bogus", "--", "true"},
+           {TIDEGATE_RUN_PATH, "-n", "2", "--restarts", "-1", "--", "true"}}) {
     ProcessResult r = run_process(argv);
     EXPECT_EQ(r.exit_code, 2) << argv[1];
     EXPECT_NE(r.err.find("usage: tidegate-run"), std::string::npos);

@@ -40,13 +40,23 @@ Status make_signal_fd(UniqueFd* fd) {
   return Status::ok();
 }
 
+Status start_rank(const RunOptions& options, const JobEnvironment& job,
+                  const std::vector<std::string>& inherited, int rank, int restart,
+                  RankProcess* process) {
+  std::vector<std::string> argv = expand_wrap(options.wrap, rank);
+  argv.insert(argv.end(), options.command.begin(), options.command.end());
+  return spawn_rank(rank, argv, rank_environment(inherited, options, job, rank, restart), process);
+}
+
 void start_ranks(const RunOptions& options, const JobEnvironment& job, JobSupervisor* supervisor) {
   const std::vector<std::string> inherited = current_environment();
+  supervisor->allow_restarts(
+      options.restarts, [&options, job, inherited](int rank, int restart, RankProcess* process) {
+        return start_rank(options, job, inherited, rank, restart, process);
+      });
   for (int rank = 0; rank < options.ranks; ++rank) {
-    std::vector<std::string> argv = expand_wrap(options.wrap, rank);
-    argv.insert(argv.end(), options.command.begin(), options.command.end());
     RankProcess process;
-    Status st = spawn_rank(rank, argv, rank_environment(inherited, options, job, rank), &process);
+    Status st = start_rank(options, job, inherited, rank, 0, &process);
     if (!st.is_ok()) {
       // 127 is the shell's "command not found / not executable" convention.
       supervisor->fail_job("cannot start rank " + std::to_string(rank) + ": " + st.to_string(),

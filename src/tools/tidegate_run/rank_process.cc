@@ -19,8 +19,9 @@ namespace {
 // Variables the launcher sets itself; inherited copies are dropped.
 bool launcher_controls(const std::string& entry, const RunOptions& options) {
   static const char* const kControlled[] = {
-      "TIDEGATE_RANK=",       "TIDEGATE_SIZE=",   "TIDEGATE_LOCAL_RANK=", "TIDEGATE_STORE_ADDR=",
-      "TIDEGATE_STORE_HOST=", "TIDEGATE_SECRET=", "TIDEGATE_SECRET_FILE="};
+      "TIDEGATE_RANK=",        "TIDEGATE_SIZE=",         "TIDEGATE_LOCAL_RANK=",
+      "TIDEGATE_STORE_ADDR=",  "TIDEGATE_STORE_HOST=",   "TIDEGATE_SECRET=",
+      "TIDEGATE_SECRET_FILE=", "TIDEGATE_RESTART_COUNT="};
   for (const char* prefix : kControlled) {
     if (entry.rfind(prefix, 0) == 0) return true;
   }
@@ -102,7 +103,7 @@ std::vector<std::string> current_environment() {
 
 std::vector<std::string> rank_environment(const std::vector<std::string>& inherited,
                                           const RunOptions& options, const JobEnvironment& job,
-                                          int rank) {
+                                          int rank, int restart) {
   std::vector<std::string> env;
   for (const std::string& entry : inherited) {
     if (!launcher_controls(entry, options)) env.push_back(entry);
@@ -115,6 +116,7 @@ std::vector<std::string> rank_environment(const std::vector<std::string>& inheri
   env.push_back("TIDEGATE_SECRET_FILE=" + job.secret_path);
   if (options.timeout_ms > 0)
     env.push_back("TIDEGATE_TIMEOUT_MS=" + std::to_string(options.timeout_ms));
+  if (restart > 0) env.push_back("TIDEGATE_RESTART_COUNT=" + std::to_string(restart));
   return env;
 }
 

@@ -21,10 +21,11 @@ struct JobEnvironment {
 
 // The environment of rank `rank`: the launcher's own environment minus every variable the
 // launcher controls (a stray TIDEGATE_SECRET would otherwise override the job's secret file),
-// plus TIDEGATE_RANK/SIZE/LOCAL_RANK, the store address and the secret file.
+// plus TIDEGATE_RANK/SIZE/LOCAL_RANK, the store address and the secret file, and for a rank
+// started again after it failed (restart >= 1), TIDEGATE_RESTART_COUNT=restart.
 std::vector<std::string> rank_environment(const std::vector<std::string>& inherited,
                                           const RunOptions& options, const JobEnvironment& job,
-                                          int rank);
+                                          int rank, int restart = 0);
 
 // The launcher's environment as "NAME=value" strings.
 std::vector<std::string> current_environment();

@@ -48,6 +48,10 @@ const char* run_usage() {
          "  --no-prefix          forward output without \"[rank] \" prefixes\n"
          "  --grace-ms G         after SIGTERM, wait G ms before SIGKILL (3000)\n"
          "  --job-timeout-ms J   stop the whole job after J ms and exit 124 (0 = no limit)\n"
+         "  --restarts R         start a rank that fails again, in the job, up to R times in\n"
+         "                       all, instead of stopping the others; the new process gets\n"
+         "                       TIDEGATE_RESTART_COUNT (its rank's restarts so far) and the\n"
+         "                       survivors rebuild their communicator with it (0)\n"
          "  -h, --help           this text\n";
 }
 
@@ -84,6 +88,9 @@ Status parse_run_options(int argc, char** argv, RunOptions* options, bool* help)
     } else if (arg == "--job-timeout-ms") {
       TG_RETURN_IF_ERROR(flag_value(argc, argv, &i, &value));
       TG_RETURN_IF_ERROR(parse_integer(arg, value, 0, int64_t{1} << 40, &parsed.job_timeout_ms));
+    } else if (arg == "--restarts") {
+      TG_RETURN_IF_ERROR(flag_value(argc, argv, &i, &value));
+      TG_RETURN_IF_ERROR(parse_integer(arg, value, 0, 1000000, &parsed.restarts));
     } else if (!arg.empty() && arg[0] == '-') {
       return config_error("unknown option '" + arg + "' (put the program after --)");
     } else {

@@ -18,6 +18,7 @@ struct RunOptions {
   bool prefix_output = true;         // --no-prefix turns the "[rank] " prefixes off
   int64_t grace_ms = 3000;           // --grace-ms: SIGTERM -> SIGKILL delay when stopping ranks
   int64_t job_timeout_ms = 0;        // --job-timeout-ms: stop the whole job after this; 0 = never
+  int64_t restarts = 0;              // --restarts: failed ranks started again, at most this often
   std::vector<std::string> command;  // the program and its arguments (after "--")
 };
 

@@ -51,6 +51,11 @@ void JobSupervisor::add_rank(RankProcess process) {
                         LineForwarder(STDERR_FILENO, prefix)});
 }
 
+void JobSupervisor::allow_restarts(int64_t restarts, RankStarter start) {
+  restarts_left_ = restarts;
+  start_rank_ = std::move(start);
+}
+
 void JobSupervisor::fail_job(const std::string& why, int exit_code) {
   say(why);
   if (!failed_) {
@@ -96,19 +101,47 @@ void JobSupervisor::reap_ranks() {
       on_rank_exit(rank);
     }
   }
+  restart_failed_ranks();
   if (!any_running() && !drain_until_) drain_until_ = Clock::now() + kDrainAfterExit;
 }
 
 void JobSupervisor::on_rank_exit(Rank& rank) {
   const int code = exit_code_of(rank.process.wait_status);
   if (code == 0 || failed_) return;  // success, or a rank we (or the first failure) stopped
-  failed_ = true;
-  exit_code_ = code;
   const std::string what = "rank " + std::to_string(rank.process.rank) + " " +
                            describe_wait_status(rank.process.wait_status);
+  if (interrupted_by_ == 0 && restarts_left_ > 0 && start_rank_) {
+    --restarts_left_;
+    restart_due_.emplace_back(rank.process.rank, what);
+    return;
+  }
+  failed_ = true;
+  exit_code_ = code;
   if (interrupted_by_ != 0) return;  // the user asked for it; no need to explain
   say(what + "; stopping the other ranks");
   stop_ranks(SIGTERM);
+}
+
+// Outside reap_ranks' loop over ranks_, which add_rank would invalidate. The failed process's
+// entry stays (its pipes may still hold output); the new process is a new entry.
+void JobSupervisor::restart_failed_ranks() {
+  std::vector<std::pair<int, std::string>> due = std::move(restart_due_);
+  restart_due_.clear();
+  for (auto& [rank, what] : due) {
+    if (static_cast<size_t>(rank) >= restarts_of_rank_.size()) {
+      restarts_of_rank_.resize(static_cast<size_t>(rank) + 1, 0);
+    }
+    const int restart = ++restarts_of_rank_[static_cast<size_t>(rank)];
+    say(what + "; starting it again (restart " + std::to_string(restart) + " of this rank, " +
+        std::to_string(restarts_left_) + " left to the job)");
+    RankProcess process;
+    Status st = start_rank_(rank, restart, &process);
+    if (!st.is_ok()) {
+      fail_job("cannot start rank " + std::to_string(rank) + " again: " + st.to_string(), 127);
+      return;
+    }
+    add_rank(std::move(process));
+  }
 }
 
 void JobSupervisor::check_deadlines() {
