@@ -107,6 +107,11 @@ const std::vector<ConfigEntry>& config_table() {
        "TCP connections per peer; large messages are striped across them."},
       {"TIDEGATE_TCP_BUFFER_BYTES", "0",
        "SO_SNDBUF/SO_RCVBUF for data sockets; 0 keeps the kernel's autotuning."},
+      {"TIDEGATE_EXIT_WATCH", "on",
+       "on: transports whose library does not report a killed peer (mpi) also keep one idle TCP "
+       "connection per peer, so that a rank whose process ended is named within milliseconds "
+       "instead of at the deadline; off: no such connections (peers must reach each other over "
+       "TCP for on)."},
       {"TIDEGATE_LOG_LEVEL", "warn", "Logging to stderr: error, warn, info or debug."},
   };
   return table;
@@ -299,6 +304,12 @@ Status Config::validate_and_cache() {
       parse_size_variable(*this, "TIDEGATE_ALLREDUCE_RD_MAX_BYTES", 0, &rd_max_bytes_));
   TG_RETURN_IF_ERROR(
       parse_size_variable(*this, "TIDEGATE_ALLREDUCE_RING_MIN_BYTES", 0, &ring_min_bytes_));
+
+  const std::string& exit_watch = raw("TIDEGATE_EXIT_WATCH");
+  if (exit_watch != "on" && exit_watch != "off") {
+    return config_error("TIDEGATE_EXIT_WATCH='" + exit_watch + "' must be on or off");
+  }
+  exit_watch_ = exit_watch == "on";
 
   const std::string& probe = raw("TIDEGATE_PROBE");
   if (probe != "on" && probe != "off") {

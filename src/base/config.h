@@ -48,6 +48,7 @@ class Config {
   int64_t ring_min_bytes() const { return ring_min_bytes_; }
   int log_level() const { return log_level_; }  // 0 error, 1 warn, 2 info, 3 debug
   bool probe_enabled() const { return probe_enabled_; }
+  bool exit_watch() const { return exit_watch_; }
   int64_t probe_budget_ms() const { return probe_budget_ms_; }
   int64_t replan_interval() const { return replan_interval_; }  // 0 = never
   double replan_margin() const { return replan_margin_; }
@@ -83,6 +84,7 @@ class Config {
   int64_t ring_min_bytes_ = 0;
   int log_level_ = 1;
   bool probe_enabled_ = true;
+  bool exit_watch_ = true;
   int64_t probe_budget_ms_ = 800;
   int64_t replan_interval_ = 64;
   double replan_margin_ = 0.25;

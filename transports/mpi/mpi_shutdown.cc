@@ -111,6 +111,9 @@ bool MpiTransport::drain(Deadline deadline) {
 void MpiTransport::release(Deadline deadline) {
   if (closed_) return;
   closed_ = true;
+  // Before anything else: peers still finishing their own transfers must not read this
+  // rank's closing connections as its process ending.
+  if (exit_watch_) exit_watch_->say_goodbye();
   int finalized = 0;
   MPI_Finalized(&finalized);
   if (finalized) return;  // MPI may no longer be called; its resources are gone anyway

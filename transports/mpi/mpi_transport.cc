@@ -7,6 +7,7 @@
 #include <chrono>
 #include <thread>
 
+#include "base/config.h"
 #include "base/store.h"
 #include "transports/common/transport_start.h"
 #include "transports/mpi/mpi_util.h"
@@ -51,6 +52,24 @@ std::string local_obstacle(const TransportContext& context, MPI_Comm* base) {
   return "";
 }
 
+// Builds the exit watch on every rank or on none: a rank whose connections failed must not
+// leave the others watching sockets it is about to close (they would read that as its exit).
+Status start_exit_watch(const TransportContext& context,
+                        std::unique_ptr<tcp::PeerExitWatch>* watch) {
+  Status built = tcp::PeerExitWatch::create(context, watch);
+  std::unique_ptr<Store> scoped = make_prefix_store(context.store, "exit-watch/");
+  TransportContext agreeing = context;
+  agreeing.store = scoped.get();
+  const std::string obstacle =
+      built.is_ok() ? ""
+                    : "its exit watch could not connect (" + built.to_string() +
+                          "); peers must reach each other over TCP, or set "
+                          "TIDEGATE_EXIT_WATCH=off (a killed rank is then named at the deadline)";
+  Status agreed = agree_on_start(agreeing, "mpi", obstacle, "", nullptr);
+  if (!agreed.is_ok()) watch->reset();
+  return agreed;
+}
+
 }  // namespace
 
 Status MpiTransport::create(const TransportContext& context, const MpiTransportOptions& options,
@@ -64,6 +83,11 @@ Status MpiTransport::create(const TransportContext& context, const MpiTransportO
   MPI_Comm base = MPI_COMM_NULL;
   // All ranks duplicate the communicator (a collective call) or all fail with the same error.
   TG_RETURN_IF_ERROR(agree_on_start(context, "mpi", local_obstacle(context, &base), "", nullptr));
+  std::unique_ptr<tcp::PeerExitWatch> exit_watch;
+  if (context.config != nullptr && context.config->exit_watch()) {
+    TG_CHECK_ARG(context.secret != nullptr, "the mpi transport's exit watch needs the job secret");
+    TG_RETURN_IF_ERROR(start_exit_watch(context, &exit_watch));
+  }
 
   // A private duplicate: our tags can never match the application's messages.
   MPI_Comm comm = MPI_COMM_NULL;
@@ -96,6 +120,7 @@ Status MpiTransport::create(const TransportContext& context, const MpiTransportO
   }
   std::unique_ptr<MpiTransport> transport(new MpiTransport(context, options, comm, coll_comm));
   transport->agreeing_reductions_ = reductions;
+  transport->exit_watch_ = std::move(exit_watch);
   {
     std::lock_guard<std::mutex> lock(transport->mutex_);
     TG_RETURN_IF_ERROR(transport->post_abort_receive());
@@ -276,9 +301,20 @@ void MpiTransport::compact_requests() {
   slots_.resize(kept);
 }
 
+void MpiTransport::check_exits() {
+  if (!exit_watch_ || !failed_.is_ok()) return;
+  const Clock::time_point now = Clock::now();
+  if (now < next_exit_check_) return;
+  next_exit_check_ = now + Milliseconds(kExitCheckMs);
+  Status st = exit_watch_->check();
+  // Told to every peer: those that do not watch this peer learn of its loss from us.
+  if (!st.is_ok()) fail(st, true);
+}
+
 Status MpiTransport::poll_once(bool* moved) {
   *moved = check_abort_receive();
   check_ping_receive();
+  check_exits();
   if (!requests_.empty()) {
     const int n = static_cast<int>(requests_.size());
     std::vector<int> indices(requests_.size());

@@ -20,6 +20,11 @@
 //  - Tag 0 carries abort messages (status code + text). Every rank keeps one receive for it
 //    posted from MPI_ANY_SOURCE, so a peer's abort() reaches this rank's pending transfers.
 //    The highest tag (MPI_TAG_UB) carries empty liveness pings, received the same way.
+//  - A killed peer: MPI without ULFM (Open MPI 4.1, even under mpirun --enable-recovery) never
+//    fails a receive from a dead rank, so with TIDEGATE_EXIT_WATCH=on (the default) the
+//    transport also holds a tcp::PeerExitWatch (transports/tcp/peer_exit_watch.h), one idle
+//    TCP connection per peer, looked at every kExitCheckMs while polling: a peer whose process
+//    ended is named within milliseconds, not at the deadline.
 //
 // Threading: needs MPI_THREAD_MULTIPLE (checked at creation; UNSUPPORTED otherwise). The
 // transport's own MPI calls are serialised by its mutex, so they come from one thread at a
@@ -55,6 +60,7 @@
 #include "transports/common/abort_message.h"
 #include "transports/common/transfer_book.h"
 #include "transports/mpi/mpi_semantics.h"
+#include "transports/tcp/peer_exit_watch.h"
 
 namespace tidegate {
 
@@ -68,6 +74,8 @@ inline constexpr int kAbortTag = 0;
 inline constexpr int kMaxNapUs = 200;
 // A rank answers liveness pings at most this often.
 inline constexpr int64_t kLivenessAnswerMs = 500;
+// How often progress() looks at the exit watch (one poll() over n - 1 sockets).
+inline constexpr int64_t kExitCheckMs = 10;
 // Most elements one MPI collective call takes: MPI-3 counts are `int`.
 inline constexpr int64_t kMaxNativeElements = 2147483647;
 
@@ -171,6 +179,8 @@ class MpiTransport final : public Transport {
   Status post_ping_receive();
   void check_ping_receive();
   void ping_peers();
+  // The exit watch's verdict, at most every kExitCheckMs: a peer that died fails the transport.
+  void check_exits();
   // Tests every outstanding request until all completed or `deadline`; true when all did.
   bool drain(Deadline deadline);
   void release(Deadline deadline);
@@ -204,7 +214,9 @@ class MpiTransport final : public Transport {
   char ping_in_ = 0;
   std::vector<MPI_Request> ping_sends_;
   Clock::time_point last_ping_sent_;
-  std::vector<Clock::time_point> last_heard_;  // per peer: when a message last arrived
+  std::vector<Clock::time_point> last_heard_;       // per peer: when a message last arrived
+  std::unique_ptr<tcp::PeerExitWatch> exit_watch_;  // null with TIDEGATE_EXIT_WATCH=off
+  Clock::time_point next_exit_check_;
   std::atomic<bool> woken_{false};
 };
 
