@@ -247,6 +247,15 @@ Status parse_positive_integer(const Config& c, const char* env, int64_t min, int
   return Status::ok();
 }
 
+Status parse_on_off(const Config& c, const char* env, bool* out) {
+  const std::string& text = c.raw(env);
+  if (text != "on" && text != "off") {
+    return config_error(std::string(env) + "='" + text + "' must be on or off");
+  }
+  *out = text == "on";
+  return Status::ok();
+}
+
 Status parse_size_variable(const Config& c, const char* env, int64_t min, int64_t* out) {
   const std::string& text = c.raw(env);
   if (!parse_byte_size(text, out) || *out < min) {
@@ -305,17 +314,8 @@ Status Config::validate_and_cache() {
   TG_RETURN_IF_ERROR(
       parse_size_variable(*this, "TIDEGATE_ALLREDUCE_RING_MIN_BYTES", 0, &ring_min_bytes_));
 
-  const std::string& exit_watch = raw("TIDEGATE_EXIT_WATCH");
-  if (exit_watch != "on" && exit_watch != "off") {
-    return config_error("TIDEGATE_EXIT_WATCH='" + exit_watch + "' must be on or off");
-  }
-  exit_watch_ = exit_watch == "on";
-
-  const std::string& probe = raw("TIDEGATE_PROBE");
-  if (probe != "on" && probe != "off") {
-    return config_error("TIDEGATE_PROBE='" + probe + "' must be on or off");
-  }
-  probe_enabled_ = probe == "on";
+  TG_RETURN_IF_ERROR(parse_on_off(*this, "TIDEGATE_EXIT_WATCH", &exit_watch_));
+  TG_RETURN_IF_ERROR(parse_on_off(*this, "TIDEGATE_PROBE", &probe_enabled_));
   TG_RETURN_IF_ERROR(
       parse_positive_integer(*this, "TIDEGATE_PROBE_BUDGET_MS", 10, 600000, &probe_budget_ms_));
   TG_RETURN_IF_ERROR(parse_positive_integer(*this, "TIDEGATE_REPLAN_INTERVAL", 0, int64_t{1} << 40,

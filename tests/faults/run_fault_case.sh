@@ -6,7 +6,8 @@
 # Passes when exactly EXPECT_OK ranks print an OK verdict (or, for EXPECT_OK given as MIN-MAX,
 # between MIN and MAX do), none prints BAD, the launcher exits non-zero (a rank was lost or
 # failed) and the whole job ends within TIMEOUT_MS + 25 s (no rank hangs). Open MPI 4.1's
-# mpirun --enable-recovery exits 0 even when a rank was killed, so its exit code is not judged. ARGS go to the program (--scenario, --phase, --signal, ...).
+# mpirun --enable-recovery exits 0 even when a rank was killed, so its exit code is not judged.
+# ARGS go to the program (--scenario, --phase, --signal, ...).
 set -u
 kind=$1 launcher=$2 program=$3 np=$4 transport=$5 timeout_ms=$6 expect_ok=$7
 shift 7
