@@ -58,6 +58,12 @@ struct TransportCapabilities {
   // other): channels 0 .. channels-1 may carry concurrent ops. 0 = any uint32 channel. The
   // engine runs ops on a transport with fewer channels than its window one channel at a time.
   uint32_t channels = 0;
+  // Receives may be posted ahead of the sends they causally follow (a receive of a later round
+  // posted before this rank's send of an earlier one) without stalling the sends. Algorithms
+  // post ahead where allowed so that a rendezvous transport's ready-to-receive notices leave
+  // early instead of costing a round trip at every round. False where a transport holds its
+  // sends back while a posted receive still waits for its header (nccl_transport.h).
+  bool receives_ahead = true;
 };
 
 class Transport {

@@ -18,7 +18,7 @@ struct AllreduceCase {
 };
 
 void check_allreduce(const AllreduceCase& c, const Config& config, tidegate_dtype_t dtype,
-                     tidegate_reduce_op_t op) {
+                     tidegate_reduce_op_t op, const LoopbackOptions& loopback = {}) {
   const std::string what = c.transport + " " + c.algorithm + " " + describe(dtype, op) +
                            " P=" + std::to_string(c.ranks) + " N=" + std::to_string(c.count);
   std::vector<Bytes> inputs;
@@ -39,7 +39,12 @@ void check_allreduce(const AllreduceCase& c, const Config& config, tidegate_dtyp
         args.output = view(outputs[rank].data(), c.count, dtype);
         return args;
       },
-      what, c.algorithm, on(c.transport));
+      what, c.algorithm,
+      [&] {
+        RunOptions options = on(c.transport);
+        options.loopback = loopback;
+        return options;
+      }());
 
   const size_t element = dtype_size(dtype);
   ASSERT_EQ(first_difference(outputs[0], expected, element), -1) << what << ": wrong value";
@@ -92,6 +97,32 @@ TEST(AllreducePipeline, ManySegmentsPerStep) {
     for (tidegate_dtype_t dtype : {TIDEGATE_FLOAT32, TIDEGATE_FLOAT16, TIDEGATE_INT64}) {
       check_allreduce({"ring", ranks, 100003, false}, config, dtype, TIDEGATE_SUM);
       check_allreduce({"ring", ranks, 100003, true}, config, dtype, TIDEGATE_MAX);
+    }
+  }
+}
+
+// Rabenseifner posts every halving and doubling receive at once where the transport allows it
+// (receives_ahead), and round by round where it does not: both must give the reference's bits,
+// on up to three halving rounds (8 ranks), with a fold (6, 7), counts smaller than the number
+// of blocks, AVG (the owner finalises its block between the phases) and in place, on a
+// rendezvous transport (a send completes only when its receive matched) and an eager one.
+TEST(AllreduceRabenseifner, ReceivesAheadAndRoundByRoundGiveTheSameBits) {
+  const Config config = make_config({{"TIDEGATE_ALGO", "allreduce=rabenseifner"}});
+  for (bool ahead : {true, false}) {
+    for (size_t eager : {size_t{0}, size_t{1} << 20}) {
+      LoopbackOptions loopback;
+      loopback.receives_ahead = ahead;
+      loopback.eager_limit_bytes = eager;
+      for (int ranks : {2, 4, 6, 7, 8}) {
+        for (int64_t count : {int64_t{0}, int64_t{3}, int64_t{1023}, int64_t{100003}}) {
+          for (bool in_place : {false, true}) {
+            const AllreduceCase c{"rabenseifner", ranks, count, in_place};
+            check_allreduce(c, config, TIDEGATE_FLOAT32, TIDEGATE_SUM, loopback);
+            check_allreduce(c, config, TIDEGATE_FLOAT64, TIDEGATE_AVG, loopback);
+            if (::testing::Test::HasFatalFailure()) return;
+          }
+        }
+      }
     }
   }
 }

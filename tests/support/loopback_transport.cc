@@ -11,7 +11,11 @@ class LoopbackTransport : public Transport {
   LoopbackTransport(LoopbackHub* hub, int rank) : hub_(hub), rank_(rank) {}
 
   const char* name() const override { return "loopback"; }
-  TransportCapabilities capabilities() const override { return TransportCapabilities{}; }
+  TransportCapabilities capabilities() const override {
+    TransportCapabilities caps;
+    caps.receives_ahead = hub_->options_.receives_ahead;
+    return caps;
+  }
 
   Status isend(int peer, uint32_t channel, const WireHeader& header, const void* payload,
                size_t bytes, Handle* handle) override {

@@ -26,6 +26,9 @@ namespace tidegate::testing {
 
 struct LoopbackOptions {
   size_t eager_limit_bytes = 0;  // sends up to this size complete without a matching receive
+  // What capabilities() reports as receives_ahead, so that algorithms' round-by-round path
+  // (for transports that forbid receives ahead, like nccl) runs in tests too.
+  bool receives_ahead = true;
 };
 
 class LoopbackHub {

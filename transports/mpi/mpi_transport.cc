@@ -304,17 +304,20 @@ void MpiTransport::compact_requests() {
 void MpiTransport::check_exits() {
   if (!exit_watch_ || !failed_.is_ok()) return;
   const Clock::time_point now = Clock::now();
+  if (!exit_seen_.is_ok()) {
+    // Told to every peer: those that do not watch this peer learn of its loss from us.
+    if (now >= exit_fail_at_) fail(exit_seen_, true);
+    return;
+  }
   if (now < next_exit_check_) return;
   next_exit_check_ = now + Milliseconds(kExitCheckMs);
-  Status st = exit_watch_->check();
-  // Told to every peer: those that do not watch this peer learn of its loss from us.
-  if (!st.is_ok()) fail(st, true);
+  exit_seen_ = exit_watch_->check();
+  exit_fail_at_ = now + Milliseconds(kExitGraceMs);
 }
 
 Status MpiTransport::poll_once(bool* moved) {
   *moved = check_abort_receive();
   check_ping_receive();
-  check_exits();
   if (!requests_.empty()) {
     const int n = static_cast<int>(requests_.size());
     std::vector<int> indices(requests_.size());
@@ -335,6 +338,8 @@ Status MpiTransport::poll_once(bool* moved) {
       advance_natives();  // a finished header exchange lets its collective be posted
     }
   }
+  // After MPI's poll, so that what a dead peer sent before it died is taken first.
+  check_exits();
   return failed_;
 }
 

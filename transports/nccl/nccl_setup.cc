@@ -288,7 +288,8 @@ TransportCapabilities NcclTransport::capabilities() const {
   caps.native_allreduce = true;
   caps.native_allgather = true;
   caps.native_reduce_scatter = true;
-  caps.channels = 1;  // NCCL p2p has no tags: one FIFO per peer (nccl_transport.h)
+  caps.channels = 1;            // NCCL p2p has no tags: one FIFO per peer (nccl_transport.h)
+  caps.receives_ahead = false;  // payload sends wait while a receive awaits its header
   return caps;
 }
 

@@ -30,8 +30,9 @@
 // for a receive queued behind it). Payload sends are held back while any receive still waits
 // for its header, so an exchange's payload send and payload receive leave in the same group.
 // This covers round-based exchanges (post all, then wait), not every pattern: an algorithm
-// that posts receives ahead whose headers depend on this rank's held-back sends stalls. The
-// engine's deadline turns such a stall into an error and abort(), never a hang.
+// that posts receives ahead whose headers depend on this rank's held-back sends stalls, so the
+// capabilities say receives_ahead = false and such algorithms post round by round here. The
+// engine's deadline turns any stall left into an error and abort(), never a hang.
 //
 // Native collectives: the ranks' headers are gathered with ncclAllGather (64 bytes each) on the
 // data communicator, copied to the host and checked; only when all match is the
