@@ -48,13 +48,11 @@ class Rabenseifner : public RoundTask {
 
   Status start() override {
     copy_unless_same(args_.output.data, args_.input.data, args_.output.bytes());
-    const uint64_t halving_bytes = plan_incoming();
+    const uint64_t halving_bytes = plan_rounds();
     if (messenger().size() > 1 && args_.output.bytes() > 0) {
       scratch_ = std::make_unique_for_overwrite<char[]>(
           std::max<uint64_t>(args_.output.bytes(), halving_bytes));
     }
-    lo_ = 0;
-    hi_ = fold_.pof2;
     return RoundTask::start();
   }
 
@@ -80,40 +78,43 @@ class Rabenseifner : public RoundTask {
   }
   int partner(int mask) const { return fold_.real_rank(fold_.new_rank ^ mask); }
   bool upper(int mask) const { return (fold_.new_rank & mask) != 0; }
+  int halving_mask(int round) const { return fold_.pof2 >> round; }
+  int doubling_mask(int round) const { return 1 << (round - steps_ - 1); }
 
-  // One halving or doubling round's receive: from whom, how many bytes, and where (halving:
-  // an offset into scratch_, which exists only once start() allocated it; doubling: output).
-  struct Incoming {
+  // One halving or doubling round of this rank: its partner, the blocks it sends and the
+  // blocks it receives. A halving round receives its partner's values of the blocks it keeps
+  // into its own part of scratch_ (at scratch_offset) and reduces them into the output there;
+  // a doubling round receives the partner's reduced blocks straight into the output.
+  struct Exchange {
     int peer = 0;
-    bool into_scratch = false;
-    uint64_t offset = 0;  // bytes into scratch_ or output
-    uint64_t bytes = 0;
-    Transport::Handle handle = 0;  // set once posted ahead, until its round takes it
+    int send_lo = 0, send_hi = 0;  // blocks [send_lo, send_hi)
+    int recv_lo = 0, recv_hi = 0;  // blocks [recv_lo, recv_hi)
+    uint64_t scratch_offset = 0;
+    Transport::Handle handle = 0;  // the receive, once posted ahead, until its round takes it
   };
-  // Fills incoming_ for rounds 1..2L by replaying how [lo_, hi_) evolves; returns the scratch
-  // bytes the halving rounds need side by side.
-  uint64_t plan_incoming();
-  char* incoming_data(const Incoming& in) {
-    return (in.into_scratch ? scratch_.get() : args_.output.byte_data()) + in.offset;
+  // Fills rounds_ for rounds 1..2L from new_rank's bits (this rank's range of blocks halves,
+  // then doubles back); returns the scratch bytes the halving rounds need side by side.
+  uint64_t plan_rounds();
+  bool halving(int round) const { return round <= steps_; }
+  char* received_at(int round) {
+    const Exchange& x = rounds_[static_cast<size_t>(round - 1)];
+    return halving(round) ? scratch_.get() + x.scratch_offset : output_at(block_start(x.recv_lo));
   }
   // Adds round `round`'s receive to the round's transfers, posting it (and, on round 1 where
   // the transport allows, every later round's too) first.
   Status take_receive(int round);
 
   Status post_fold(int round);
-  Status post_halving(int round);
-  Status post_doubling(int round);
+  Status post_exchange(int round);
 
   CollectiveArgs args_;
   Fold fold_;
   int steps_;
   size_t element_size_;
   std::unique_ptr<char[]> scratch_;
-  std::vector<Incoming> incoming_;  // [round - 1] for rounds 1..2L
-  int lo_ = 0;                      // this rank's current range of blocks [lo_, hi_)
-  int hi_ = 1;
-  int keep_lo_ = 0;  // the half kept in the current halving round
-  int keep_hi_ = 0;
+  std::vector<Exchange> rounds_;  // [round - 1] for rounds 1..2L
+  int owned_lo_ = 0;              // the blocks this rank holds fully reduced after halving
+  int owned_hi_ = 1;
 };
 
 // Round 0 (fold): the giver sends its vector, the taker receives it into scratch. Last round
@@ -130,39 +131,40 @@ Status Rabenseifner::post_fold(int round) {
   return messenger().recv(fold_.fold_peer, chunk, into, bytes, transfers().add());
 }
 
-uint64_t Rabenseifner::plan_incoming() {
-  incoming_.assign(static_cast<size_t>(2 * steps_), Incoming{});
-  if (fold_.sits_out()) return 0;
-  int lo = 0, hi = fold_.pof2;
+uint64_t Rabenseifner::plan_rounds() {
+  rounds_.assign(static_cast<size_t>(2 * steps_), Exchange{});
+  if (fold_.sits_out()) return 0;  // it only folds in and out
+  int lo = 0, hi = fold_.pof2;     // this rank's range of blocks
   uint64_t scratch_used = 0;
   for (int round = 1; round <= steps_; ++round) {
-    const int mask = fold_.pof2 >> round;
+    // The upper partner keeps the upper half of the common range, the lower one the lower.
+    const int mask = halving_mask(round);
     const int mid = (lo + hi) / 2;
-    if (upper(mask)) {
-      lo = mid;
-    } else {
-      hi = mid;
-    }
-    Incoming& in = incoming_[round - 1];
-    in.peer = partner(mask);
-    in.into_scratch = true;
-    in.offset = scratch_used;
-    in.bytes = bytes_between(lo, hi);
-    scratch_used += in.bytes;
+    Exchange& x = rounds_[static_cast<size_t>(round - 1)];
+    x.peer = partner(mask);
+    x.send_lo = upper(mask) ? lo : mid;
+    x.send_hi = upper(mask) ? mid : hi;
+    x.recv_lo = upper(mask) ? mid : lo;
+    x.recv_hi = upper(mask) ? hi : mid;
+    x.scratch_offset = scratch_used;
+    scratch_used += bytes_between(x.recv_lo, x.recv_hi);
+    lo = x.recv_lo;
+    hi = x.recv_hi;
   }
+  owned_lo_ = lo;
+  owned_hi_ = hi;
   for (int round = steps_ + 1; round <= 2 * steps_; ++round) {
-    const int mask = 1 << (round - steps_ - 1);
+    // Each side sends what it holds and receives the partner's equally wide neighbour range.
+    const int mask = doubling_mask(round);
     const int width = hi - lo;
-    const int their_lo = upper(mask) ? lo - width : hi;
-    Incoming& in = incoming_[round - 1];
-    in.peer = partner(mask);
-    in.offset = payload_bytes(block_start(their_lo), element_size_);
-    in.bytes = bytes_between(their_lo, their_lo + width);
-    if (upper(mask)) {
-      lo = their_lo;
-    } else {
-      hi = their_lo + width;
-    }
+    Exchange& x = rounds_[static_cast<size_t>(round - 1)];
+    x.peer = partner(mask);
+    x.send_lo = lo;
+    x.send_hi = hi;
+    x.recv_lo = upper(mask) ? lo - width : hi;
+    x.recv_hi = x.recv_lo + width;
+    lo = std::min(lo, x.recv_lo);
+    hi = std::max(hi, x.recv_hi);
   }
   return scratch_used;
 }
@@ -172,36 +174,23 @@ Status Rabenseifner::take_receive(int round) {
   if (!ahead || round == 1) {
     const int last = ahead ? 2 * steps_ : round;
     for (int r = round; r <= last; ++r) {
-      Incoming& in = incoming_[static_cast<size_t>(r - 1)];
-      TG_RETURN_IF_ERROR(messenger().recv(in.peer, static_cast<uint64_t>(r), incoming_data(in),
-                                          in.bytes, &in.handle));
+      Exchange& x = rounds_[static_cast<size_t>(r - 1)];
+      TG_RETURN_IF_ERROR(messenger().recv(x.peer, static_cast<uint64_t>(r), received_at(r),
+                                          bytes_between(x.recv_lo, x.recv_hi), &x.handle));
     }
   }
-  Incoming& in = incoming_[static_cast<size_t>(round - 1)];
-  *transfers().add() = in.handle;
-  in.handle = 0;
+  Exchange& x = rounds_[static_cast<size_t>(round - 1)];
+  *transfers().add() = x.handle;
+  x.handle = 0;
   return Status::ok();
 }
 
-Status Rabenseifner::post_halving(int round) {
-  const int mask = fold_.pof2 >> round;
-  const int mid = (lo_ + hi_) / 2;
-  keep_lo_ = upper(mask) ? mid : lo_;
-  keep_hi_ = upper(mask) ? hi_ : mid;
-  const int give_lo = upper(mask) ? lo_ : mid;
-  const int give_hi = upper(mask) ? mid : hi_;
+Status Rabenseifner::post_exchange(int round) {
   // Receive first: its ready notice should leave before this round's payload.
   TG_RETURN_IF_ERROR(take_receive(round));
-  return messenger().send(partner(mask), static_cast<uint64_t>(round),
-                          output_at(block_start(give_lo)), bytes_between(give_lo, give_hi),
-                          transfers().add());
-}
-
-Status Rabenseifner::post_doubling(int round) {
-  const int mask = 1 << (round - steps_ - 1);
-  TG_RETURN_IF_ERROR(take_receive(round));
-  return messenger().send(partner(mask), static_cast<uint64_t>(round), output_at(block_start(lo_)),
-                          bytes_between(lo_, hi_), transfers().add());
+  const Exchange& x = rounds_[static_cast<size_t>(round - 1)];
+  return messenger().send(x.peer, static_cast<uint64_t>(round), output_at(block_start(x.send_lo)),
+                          bytes_between(x.send_lo, x.send_hi), transfers().add());
 }
 
 Status Rabenseifner::post_round(int round, bool* exists) {
@@ -209,13 +198,13 @@ Status Rabenseifner::post_round(int round, bool* exists) {
   *exists = round <= unfold;
   if (round == steps_ + 1 && !fold_.sits_out() && args_.reduce_op == TIDEGATE_AVG) {
     // This rank owns block new_rank now; finalise it once before it is sent to everybody.
-    finalize_average(output_at(block_start(lo_)), block_start(hi_) - block_start(lo_),
-                     args_.output.dtype, messenger().size());
+    finalize_average(output_at(block_start(owned_lo_)),
+                     block_start(owned_hi_) - block_start(owned_lo_), args_.output.dtype,
+                     messenger().size());
   }
   if (round == 0 || round == unfold) return post_fold(round);
   if (round > unfold || fold_.sits_out()) return Status::ok();
-  if (round <= steps_) return post_halving(round);
-  return post_doubling(round);
+  return post_exchange(round);
 }
 
 Status Rabenseifner::finish_round(int round) {
@@ -223,23 +212,14 @@ Status Rabenseifner::finish_round(int round) {
     // The giver is rank - 1: its value goes first.
     reduce(args_.output.data, scratch_.get(), args_.output.data, args_.output.count,
            args_.output.dtype, args_.reduce_op);
-  } else if (round >= 1 && round <= steps_ && !fold_.sits_out()) {
-    const int mask = fold_.pof2 >> round;
-    char* kept = output_at(block_start(keep_lo_));
-    const int64_t count = block_start(keep_hi_) - block_start(keep_lo_);
-    const char* received = incoming_data(incoming_[static_cast<size_t>(round - 1)]);
-    const void* lower = upper(mask) ? static_cast<const void*>(received) : kept;
-    const void* higher = upper(mask) ? static_cast<const void*>(kept) : received;
-    reduce(kept, lower, higher, count, args_.output.dtype, args_.reduce_op);
-    lo_ = keep_lo_;
-    hi_ = keep_hi_;
-  } else if (round > steps_ && round <= 2 * steps_ && !fold_.sits_out()) {
-    const int mask = 1 << (round - steps_ - 1);
-    const int width = hi_ - lo_;
-    if (upper(mask))
-      lo_ -= width;
-    else
-      hi_ += width;
+  } else if (round >= 1 && halving(round) && !fold_.sits_out()) {
+    // The lower new rank's value goes first.
+    const Exchange& x = rounds_[static_cast<size_t>(round - 1)];
+    char* kept = output_at(block_start(x.recv_lo));
+    const char* received = received_at(round);
+    const bool from_lower = upper(halving_mask(round));
+    reduce(kept, from_lower ? received : kept, from_lower ? kept : received,
+           block_start(x.recv_hi) - block_start(x.recv_lo), args_.output.dtype, args_.reduce_op);
   }
   return Status::ok();
 }
