@@ -17,7 +17,7 @@ import sys
 def load(directory):
     rows = {}  # (rate, variant, size) -> list of (tidegate, mpi, native or None, algo)
     for path in sorted(glob.glob(os.path.join(directory, "small_*.json"))):
-        match = re.match(r"small_(.+)_(default|handover)_(\d+)\.json$", os.path.basename(path))
+        match = re.match(r"small_(.+)_(default|handover|noprediction)_(\d+)\.json$", os.path.basename(path))
         if not match:
             continue
         rate, variant = match.group(1), match.group(2)
@@ -42,13 +42,14 @@ def main():
         sys.exit(f"no small_*.json rows in {sys.argv[1]}")
     rates = sorted({k[0] for k in rows}, key=lambda r: ("none" in r, r))
     for rate in rates:
-        for variant in ("default", "handover"):
+        for variant in ("default", "handover", "noprediction"):
             sizes = sorted(k[2] for k in rows if k[0] == rate and k[1] == variant)
             if not sizes:
                 continue
             runs = len(rows[(rate, variant, sizes[0])])
             label = "unshaped" if rate == "none" else rate
-            extra = "" if variant == "default" else ", TIDEGATE_CALLER_RUNS=0"
+            extra = {"default": "", "handover": ", TIDEGATE_CALLER_RUNS=0",
+                     "noprediction": ", TIDEGATE_NATIVE_PREDICTION=off"}[variant]
             print(f"\n#### {label}{extra} ({runs} runs)\n")
             print("| size | tidegate (us) | MPI_Allreduce (us) | tidegate speed vs MPI | "
                   "mpi/native forced (us) | native speed vs MPI direct | plan |")

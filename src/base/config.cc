@@ -112,6 +112,10 @@ const std::vector<ConfigEntry>& config_table() {
        "connection per peer, so that a rank whose process ended is named within milliseconds "
        "instead of at the deadline; off: no such connections (peers must reach each other over "
        "TCP for on)."},
+      {"TIDEGATE_NATIVE_PREDICTION", "on",
+       "on: a small native allreduce that repeats the two before it runs as one collective with "
+       "its identity check folded in, instead of an identity round and then the collective; off: "
+       "every native op has its identity round."},
       {"TIDEGATE_LOG_LEVEL", "warn", "Logging to stderr: error, warn, info or debug."},
   };
   return table;
@@ -315,6 +319,7 @@ Status Config::validate_and_cache() {
       parse_size_variable(*this, "TIDEGATE_ALLREDUCE_RING_MIN_BYTES", 0, &ring_min_bytes_));
 
   TG_RETURN_IF_ERROR(parse_on_off(*this, "TIDEGATE_EXIT_WATCH", &exit_watch_));
+  TG_RETURN_IF_ERROR(parse_on_off(*this, "TIDEGATE_NATIVE_PREDICTION", &native_prediction_));
   TG_RETURN_IF_ERROR(parse_on_off(*this, "TIDEGATE_PROBE", &probe_enabled_));
   TG_RETURN_IF_ERROR(
       parse_positive_integer(*this, "TIDEGATE_PROBE_BUDGET_MS", 10, 600000, &probe_budget_ms_));

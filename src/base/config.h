@@ -54,6 +54,7 @@ class Config {
   double replan_margin() const { return replan_margin_; }
   int64_t spin_us() const { return spin_us_; }
   bool caller_runs() const { return caller_runs_; }
+  bool native_prediction() const { return native_prediction_; }
   int64_t ops_in_flight() const { return ops_in_flight_; }
   uint64_t codec_seed() const { return codec_seed_; }
   // Gradient session knobs: 0 = auto (from the plan), -1 = off.
@@ -90,6 +91,7 @@ class Config {
   double replan_margin_ = 0.25;
   int64_t spin_us_ = 100;
   bool caller_runs_ = true;
+  bool native_prediction_ = true;
   int64_t ops_in_flight_ = 4;
   uint64_t codec_seed_ = 0;
   int64_t fusion_bytes_ = 0;

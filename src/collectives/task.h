@@ -64,6 +64,10 @@ class CollectiveTask {
   // pieces of a pipeline): the engine then calls advance() again at once instead of waiting for
   // the wire.
   virtual bool has_local_work() const { return false; }
+  // Once done: true when this task, though not the op's last phase, did the op's whole work (the
+  // predicted native allreduce, allreduce/predicted_native.h), so the engine skips the phases
+  // planned after it. The same on every rank.
+  virtual bool completed_the_op() const { return false; }
 };
 
 }  // namespace tidegate

@@ -101,6 +101,7 @@ ProgressEngine::ProgressEngine(TaskContext context, std::vector<Transport*> tran
       planner_(planner),
       spin_us_(context.config != nullptr ? context.config->spin_us() : 0),
       window_(window_of(context.config)),
+      native_predictor_(context.size),
       transport_activity_(transports_.size(), false) {
   context_.transport = transports_.front();
   thread_running_ = true;
@@ -332,8 +333,7 @@ void ProgressEngine::admit_ops() {
   }
 }
 
-Status ProgressEngine::add_phase(ActiveOp& op, Transport* transport,
-                                 const AlgorithmRow& algorithm) {
+OpPhase ProgressEngine::new_phase(ActiveOp& op, Transport* transport, bool native) {
   OpPhase phase;
   phase.context = context_;
   phase.context.transport = transport;
@@ -346,7 +346,13 @@ Status ProgressEngine::add_phase(ActiveOp& op, Transport* transport,
   const uint32_t slot = static_cast<uint32_t>(op.args.op_seq % static_cast<uint64_t>(window_));
   const uint32_t channels = transport->capabilities().channels;
   phase.context.channel = channels == 0 ? slot : slot % channels;
-  phase.lane = {transport, algorithm.native() ? Lane::kNativeChannel : phase.context.channel};
+  phase.lane = {transport, native ? Lane::kNativeChannel : phase.context.channel};
+  return phase;
+}
+
+Status ProgressEngine::add_phase(ActiveOp& op, Transport* transport,
+                                 const AlgorithmRow& algorithm) {
+  OpPhase phase = new_phase(op, transport, algorithm.native());
   TG_RETURN_IF_ERROR(make_algorithm_task(phase.context, op.args, algorithm, &phase.task));
   if (algorithm.collective != OpKind::kInternal) {  // not an identity check or a residual flush
     const CompressionArgs& compression = op.args.compression;
@@ -363,8 +369,37 @@ Status ProgressEngine::add_identity_check(ActiveOp& op) {
   return Status::ok();
 }
 
+PredictedNativeTask* ProgressEngine::add_predicted_phase(ActiveOp& op,
+                                                         const NativePrediction& prediction) {
+  Transport* transport = transports_[static_cast<size_t>(prediction.transport_index)];
+  OpPhase phase = new_phase(op, transport, true);
+  phase.after_earlier_ops = true;
+  auto task = std::make_unique<PredictedNativeTask>(phase.context, op.args, prediction);
+  PredictedNativeTask* raw = task.get();
+  phase.task = std::move(task);
+  op.phases.push_back(std::move(phase));
+  return raw;
+}
+
 Status ProgressEngine::plan_op(ActiveOp& op) {
   op.args = op.request->args();
+  // A re-planning round is left out: every rank posts it at the same place (native_prediction.h).
+  const bool predicts =
+      planner_ != nullptr && !op.args.replan_round && context_.config->native_prediction();
+  const std::optional<NativePrediction> prediction =
+      predicts ? native_predictor_.next() : std::nullopt;
+  PredictedNativeTask* predicted = nullptr;
+  if (prediction) predicted = add_predicted_phase(op, *prediction);
+  const CollectiveArgs posted = op.args;  // before planning adjusts them (the identity check)
+  TG_RETURN_IF_ERROR(plan_phases(op));
+  if (predicted != nullptr) {
+    predicted->set_contributes(NativePredictor::fulfils(*prediction, posted, op.decision));
+  }
+  if (predicts) native_predictor_.note_planned(posted, op.decision);
+  return Status::ok();
+}
+
+Status ProgressEngine::plan_phases(ActiveOp& op) {
   CompressionArgs& compression = op.args.compression;
   if (compression.auto_codec) return plan_auto_op(op);
   if (compression.enabled()) {
@@ -454,6 +489,13 @@ Status ProgressEngine::plan_auto_op(ActiveOp& op) {
   return add_phase(op, chosen, *row);
 }
 
+bool ProgressEngine::earlier_ops_finished(size_t index) const {
+  for (size_t j = 0; j < index; ++j) {
+    if (!active_[j].finished) return false;
+  }
+  return true;
+}
+
 bool ProgressEngine::lane_free(size_t index, const Lane& lane) const {
   for (size_t j = 0; j < index; ++j) {
     if (active_[j].holds(lane)) return false;
@@ -467,6 +509,7 @@ Status ProgressEngine::advance_op(size_t index, bool* phase_finished) {
     OpPhase& phase = op.phases[op.current];
     if (!phase.started) {
       if (!lane_free(index, phase.lane)) return Status::ok();  // an earlier op goes first
+      if (phase.after_earlier_ops && !earlier_ops_finished(index)) return Status::ok();
       phase.started = true;
       op.last_progress = Clock::now();
       TG_RETURN_IF_ERROR(phase.task->start());
@@ -474,10 +517,14 @@ Status ProgressEngine::advance_op(size_t index, bool* phase_finished) {
     bool done = false;
     TG_RETURN_IF_ERROR(phase.task->advance(&done));
     if (!done) return Status::ok();
+    // A predicted native collective that every rank contributed to did the whole op: the
+    // phases planned after it (identity check, the op's own) are skipped, on every rank alike.
+    const bool op_done = phase.task->completed_the_op();
     phase.task.reset();
     *phase_finished = true;
     op.last_progress = Clock::now();
-    if (++op.current == op.phases.size()) {
+    op.current = op_done ? op.phases.size() : op.current + 1;
+    if (op.current == op.phases.size()) {
       op.finished = true;
       on_op_finished(op);
     }

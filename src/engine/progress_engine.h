@@ -38,6 +38,7 @@
 #include "collectives/compressed/compression_state.h"
 #include "collectives/task.h"
 #include "engine/active_op.h"
+#include "engine/native_prediction.h"
 #include "engine/request.h"
 #include "select/planner.h"
 
@@ -110,8 +111,14 @@ class ProgressEngine {
   Status make_sub_allreduce_task(const TaskContext& context, const CollectiveArgs& args,
                                  std::unique_ptr<CollectiveTask>* task) const;
   bool any_local_work() const;
-  // Builds an admitted op's phases on the transport and algorithm chosen for it.
+  // Builds an admitted op's phases on the transport and algorithm chosen for it, led by a
+  // predicted native collective when the ops before it make a prediction.
   Status plan_op(ActiveOp& op);
+  Status plan_phases(ActiveOp& op);
+  // The leading phase of an op planned under `prediction` (native_prediction.h).
+  PredictedNativeTask* add_predicted_phase(ActiveOp& op, const NativePrediction& prediction);
+  // A phase of `op` on `transport`: its context, channel and lane (no task yet).
+  OpPhase new_phase(ActiveOp& op, Transport* transport, bool native);
   Status plan_auto_op(ActiveOp& op);
   Status add_phase(ActiveOp& op, Transport* transport, const AlgorithmRow& algorithm);
   // The identity check phase (a header round on the first transport) before the op's own.
@@ -121,6 +128,7 @@ class ProgressEngine {
   bool advance_ops();
   Status advance_op(size_t index, bool* phase_finished);
   bool lane_free(size_t index, const Lane& lane) const;
+  bool earlier_ops_finished(size_t index) const;
   // An op's last phase finished: the planner learns from it (or applies a re-planning round).
   void on_op_finished(ActiveOp& op);
   // Completes finished ops at the front of the window, in posting order.
@@ -175,6 +183,7 @@ class ProgressEngine {
 
   // Owned by the driver (driver_mutex_).
   CompressionState compression_;
+  NativePredictor native_predictor_;      // the last ops planned (TIDEGATE_NATIVE_PREDICTION)
   Clock::time_point last_op_finished_;    // when the driver last completed an op
   const Request* waiter_ = nullptr;       // the request of the caller driving, if one does
   Clock::time_point last_quiet_poll_;     // see poll_quiet_transports()

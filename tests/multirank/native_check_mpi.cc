@@ -7,11 +7,21 @@
 //   --scenario mismatch   rank 1 posts a different count: MISMATCH naming the ranks and the
 //                         field on every rank, no hang
 //   --scenario float16    a float16 allreduce: UNSUPPORTED naming the transport and dtype
+//   --scenario predicted  repeated allreduces of every dtype x op run as one predicted native
+//                         collective each (engine/native_prediction.h), counted at MPI's
+//                         MPI_Iallreduce; values and bitwise identity as above, with and
+//                         without re-planning rounds among them
+//   --scenario predicted_mismatch
+//                         after a run of identical allreduces, rank 1 posts a different count,
+//                         dtype, reduce op or collective: MISMATCH naming the field and rank 1 on
+//                         every rank, and the other ranks' buffers untouched by the failed op
 #include <mpi.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 #include <utility>
@@ -19,6 +29,17 @@
 
 #include "creation_outcome.h"
 #include "test_values.h"
+
+// MPI_Iallreduce calls of `g_watched_count` elements, seen through MPI's profiling interface:
+// the predicted collective is the op's count plus its flag element.
+std::atomic<int> g_watched_count{-1};
+std::atomic<int> g_watched_calls{0};
+
+extern "C" int MPI_Iallreduce(const void* send, void* receive, int count, MPI_Datatype type,
+                              MPI_Op op, MPI_Comm comm, MPI_Request* request) {
+  if (count == g_watched_count.load()) g_watched_calls.fetch_add(1);
+  return PMPI_Iallreduce(send, receive, count, type, op, comm, request);
+}
 
 namespace {
 
@@ -218,7 +239,141 @@ int expect_error(const Rank& r, tidegate_status_t st, tidegate_status_t want,
   return 0;
 }
 
-int run_scenario(const Rank& r, const std::string& scenario) {
+// `repeats` identical allreduces of `count` elements (fresh inputs each time), values and bitwise
+// identity checked, then one more whose choice (mpi/native, or a host algorithm where the plan
+// fell back from a native MPI does not offer) goes to *choice. *predicted: how many of them all
+// ran as a predicted collective.
+int repeated_allreduces(const Rank& r, int64_t count, tidegate_dtype_t dtype,
+                        tidegate_reduce_op_t op, int repeats, int* predicted, std::string* choice) {
+  g_watched_count = static_cast<int>(count + 1);
+  g_watched_calls = 0;
+  for (int i = 0; i < repeats; ++i) {
+    const bool in_place = (i % 2) == 1;
+    const int rc = check_allreduce(r, count, dtype, op, in_place);
+    if (rc != 0) return rc;
+  }
+  std::vector<unsigned char> data(static_cast<size_t>(count) * tidegate_dtype_size(dtype));
+  for (int64_t i = 0; i < count; ++i)
+    store_value(data.data(), dtype, i, input_value(r.rank, i, op));
+  tidegate_tensor_t t = tidegate_host_tensor(data.data(), count, dtype);
+  tidegate_request_t request = nullptr;
+  if (tidegate_iallreduce(r.comm, &t, &t, op, &request) != TIDEGATE_OK)
+    return fail(r, std::string("iallreduce: ") + tidegate_last_error());
+  const tidegate_status_t st = tidegate_request_wait(request, -1);
+  char text[128] = {};
+  const tidegate_status_t chosen = tidegate_request_choice(request, text, sizeof text);
+  tidegate_request_free(request);
+  if (st != TIDEGATE_OK || chosen != TIDEGATE_OK)
+    return fail(r, std::string("the last repeat: ") + tidegate_last_error());
+  for (int64_t i = 0; i < count; ++i) {
+    if (!value_ok(data.data(), i, i, r.size, dtype, op))
+      return fail(r, describe("allreduce", count, dtype, op) + ": last repeat, element " +
+                         std::to_string(i));
+  }
+  *choice = text;
+  *predicted = g_watched_calls.load();
+  g_watched_count = -1;
+  return 0;
+}
+
+int run_predicted(Rank& r) {
+  // Exact counts need no re-planning round among the ops; the second part has them.
+  setenv("TIDEGATE_REPLAN_INTERVAL", "0", 1);
+  tidegate_comm_destroy(r.comm);
+  if (create(&r) != TIDEGATE_OK) return fail(r, std::string("creating: ") + tidegate_last_error());
+  int checks = 0;
+  for (tidegate_dtype_t dtype : kReducible) {
+    for (tidegate_reduce_op_t op : kOps) {
+      for (int64_t count : {int64_t{1}, int64_t{7}, int64_t{1023}}) {
+        MPI_Barrier(MPI_COMM_WORLD);
+        int predicted = 0;
+        std::string choice;
+        const int rc = repeated_allreduces(r, count, dtype, op, 5, &predicted, &choice);
+        if (rc == kRefused) {  // not native for this dtype x op: the communicator failed
+          tidegate_comm_destroy(r.comm);
+          if (create(&r) != TIDEGATE_OK) return fail(r, tidegate_last_error());
+          break;
+        }
+        if (rc != 0) return rc;
+        // Native: the first two make the prediction, the other four are predicted. Otherwise
+        // (a host algorithm in place of a native MPI refuses) nothing is.
+        const int expected = choice == "mpi/native" ? 4 : 0;
+        if (predicted != expected) {
+          return fail(r, describe("allreduce", count, dtype, op) + " (" + choice +
+                             "): " + std::to_string(predicted) +
+                             " of 6 repeats predicted, expected " + std::to_string(expected));
+        }
+        if (expected > 0) ++checks;
+      }
+    }
+  }
+  if (checks < 20) return fail(r, "fewer than 20 dtype x op x count runs were native");
+  // Re-planning rounds (every third op here) are posted alike on every rank and neither break
+  // nor take part in a prediction: of 12 ops, the first two make it, the other ten are predicted.
+  setenv("TIDEGATE_REPLAN_INTERVAL", "3", 1);
+  tidegate_comm_destroy(r.comm);
+  if (create(&r) != TIDEGATE_OK) return fail(r, std::string("creating: ") + tidegate_last_error());
+  int predicted = 0;
+  std::string choice;
+  if (int rc = repeated_allreduces(r, 300, TIDEGATE_FLOAT32, TIDEGATE_SUM, 11, &predicted, &choice))
+    return rc == kRefused ? fail(r, "float32 SUM refused") : rc;
+  if (predicted != 10) {
+    return fail(r, "with re-planning rounds: " + std::to_string(predicted) +
+                       " of 12 predicted, expected 10 (" + choice + ")");
+  }
+  if (r.rank == 0) std::printf("%d predicted runs checked on %d ranks\n", checks + 1, r.size);
+  return 0;
+}
+
+// After three identical allreduces, rank 1 posts something else: every rank must name it.
+int run_predicted_mismatch(Rank& r) {
+  if (r.size < 2) {
+    std::printf("predicted_mismatch needs two ranks: nothing to check on one\n");
+    return 0;
+  }
+  const char* fields[] = {"count", "dtype", "reduce op", "op kind"};
+  for (const char* field : fields) {
+    tidegate_comm_destroy(r.comm);
+    if (create(&r) != TIDEGATE_OK) return fail(r, tidegate_last_error());
+    std::vector<float> data(1024, 1.0f);
+    tidegate_tensor_t t = tidegate_host_tensor(data.data(), 1024, TIDEGATE_FLOAT32);
+    for (int i = 0; i < 3; ++i) {
+      if (tidegate_allreduce(r.comm, &t, &t, TIDEGATE_SUM) != TIDEGATE_OK)
+        return fail(r, std::string("streak op: ") + tidegate_last_error());
+    }
+    const std::vector<float> before = data;
+    std::vector<int32_t> integers(1024, 1);
+    std::vector<float> gathered(static_cast<size_t>(256 * r.size));
+    const std::string name = field;
+    tidegate_status_t st = TIDEGATE_OK;
+    if (r.rank != 1) {
+      st = tidegate_allreduce(r.comm, &t, &t, TIDEGATE_SUM);
+    } else if (name == "count") {
+      tidegate_tensor_t shorter = tidegate_host_tensor(data.data(), 1000, TIDEGATE_FLOAT32);
+      st = tidegate_allreduce(r.comm, &shorter, &shorter, TIDEGATE_SUM);
+    } else if (name == "dtype") {
+      tidegate_tensor_t ints = tidegate_host_tensor(integers.data(), 1024, TIDEGATE_INT32);
+      st = tidegate_allreduce(r.comm, &ints, &ints, TIDEGATE_SUM);
+    } else if (name == "reduce op") {
+      st = tidegate_allreduce(r.comm, &t, &t,
+                              TIDEGATE_AVG);  // float MAX is not native (mpi_semantics.h)
+    } else {
+      tidegate_tensor_t in = tidegate_host_tensor(data.data(), 256, TIDEGATE_FLOAT32);
+      tidegate_tensor_t out = tidegate_host_tensor(gathered.data(), 256 * r.size, TIDEGATE_FLOAT32);
+      st = tidegate_allgather(r.comm, &in, &out);
+    }
+    if (int rc = expect_error(r, st, TIDEGATE_ERR_MISMATCH,
+                              {std::string("field '") + field + "'", "rank 1", "op #3"}))
+      return rc;
+    if (r.rank != 1 && data != before)
+      return fail(r, std::string(field) + ": the failed op changed this rank's buffer");
+  }
+  return 0;
+}
+
+int run_scenario(Rank& r, const std::string& scenario) {
+  if (scenario == "predicted") return run_predicted(r);
+  if (scenario == "predicted_mismatch") return run_predicted_mismatch(r);
   std::vector<float> data(4096, 1.0f);
   if (scenario == "mismatch") {
     if (r.size < 2) {

@@ -1,0 +1,66 @@
+#include "engine/native_prediction.h"
+
+namespace tidegate {
+
+std::optional<NativePrediction> NativePredictor::as_prediction(const CollectiveArgs& args,
+                                                               const PlanDecision& decision) const {
+  if (args.kind != OpKind::kAllreduce || args.replan_round || args.local_work) return std::nullopt;
+  if (args.compression.enabled() || args.compression.auto_codec) return std::nullopt;
+  if (decision.algorithm == nullptr || !decision.algorithm->native()) return std::nullopt;
+  const TensorView& in = args.input;
+  const TensorView& out = args.output;
+  if (in.memory != TIDEGATE_MEMORY_HOST || out.memory != TIDEGATE_MEMORY_HOST) return std::nullopt;
+  if (in.count <= 0 || in.count != out.count || in.dtype != out.dtype) return std::nullopt;
+  if (in.bytes() > kMaxPredictedBytes) return std::nullopt;
+  switch (in.dtype) {
+    case TIDEGATE_FLOAT32:
+    case TIDEGATE_FLOAT64:
+    case TIDEGATE_INT32:
+    case TIDEGATE_INT64:
+      break;
+    case TIDEGATE_UINT8:
+      if (world_size_ > kMaxRanksForUint8Flag) return std::nullopt;
+      break;
+    case TIDEGATE_FLOAT16:
+    case TIDEGATE_BFLOAT16:
+      return std::nullopt;  // no flag value is exact after every reduction there
+  }
+  NativePrediction prediction;
+  prediction.transport_index = decision.transport_index;
+  prediction.count = in.count;
+  prediction.dtype = in.dtype;
+  prediction.reduce_op = args.reduce_op;
+  return prediction;
+}
+
+std::optional<NativePrediction> NativePredictor::next() const {
+  if (!last_ || !before_last_) return std::nullopt;
+  const NativePrediction& a = *last_;
+  const NativePrediction& b = *before_last_;
+  if (a.transport_index != b.transport_index || a.count != b.count || a.dtype != b.dtype ||
+      a.reduce_op != b.reduce_op) {
+    return std::nullopt;
+  }
+  return a;
+}
+
+bool NativePredictor::fulfils(const NativePrediction& prediction, const CollectiveArgs& args,
+                              const PlanDecision& decision) {
+  if (args.kind != OpKind::kAllreduce || args.replan_round || args.local_work) return false;
+  if (args.compression.enabled() || args.compression.auto_codec) return false;
+  if (decision.algorithm == nullptr || !decision.algorithm->native()) return false;
+  const TensorView& in = args.input;
+  const TensorView& out = args.output;
+  return decision.transport_index == prediction.transport_index &&
+         in.memory == TIDEGATE_MEMORY_HOST && out.memory == TIDEGATE_MEMORY_HOST &&
+         in.count == prediction.count && out.count == prediction.count &&
+         in.dtype == prediction.dtype && out.dtype == prediction.dtype &&
+         args.reduce_op == prediction.reduce_op;
+}
+
+void NativePredictor::note_planned(const CollectiveArgs& args, const PlanDecision& decision) {
+  before_last_ = last_;
+  last_ = as_prediction(args, decision);
+}
+
+}  // namespace tidegate
