@@ -1,6 +1,8 @@
 #include "collectives/allreduce/predicted_native.h"
 
 #include <cstring>
+#include <mutex>
+#include <vector>
 
 #include "collectives/task_kit.h"
 #include "numeric/reduce.h"
@@ -53,6 +55,17 @@ bool flag_is(const unsigned char* at, tidegate_dtype_t dtype, int value) {
   return std::memcmp(at, expected, dtype_size(dtype)) == 0;
 }
 
+// Staging buffers of collectives that were still with a transport when their task ended (the
+// communicator failed): MPI cannot cancel a collective and may write the buffer until every rank
+// has posted it, which after a failure may be never, even after the transport is gone. They are
+// kept, reachable, until the process ends: at most 256 KiB per failed communicator.
+void keep_until_exit(std::unique_ptr<unsigned char[]> buffer) {
+  static std::mutex mutex;
+  static auto* kept = new std::vector<std::unique_ptr<unsigned char[]>>();  // never destroyed
+  std::lock_guard<std::mutex> lock(mutex);
+  kept->push_back(std::move(buffer));
+}
+
 }  // namespace
 
 PredictedNativeTask::PredictedNativeTask(const TaskContext& context, const CollectiveArgs& args,
@@ -63,23 +76,23 @@ PredictedNativeTask::PredictedNativeTask(const TaskContext& context, const Colle
       element_(dtype_size(prediction.dtype)) {}
 
 PredictedNativeTask::~PredictedNativeTask() {
-  // Still with the transport: MPI may write the buffer until every rank has posted the
-  // collective, which after a failure may be never. A small leak on a failed communicator
-  // rather than a write into freed memory.
-  if (posted_ && !finished_) (void)staging_.release();
+  if (posted_ && !finished_) keep_until_exit(std::move(staging_));
 }
 
 Status PredictedNativeTask::start() {
   const size_t data_bytes = static_cast<size_t>(prediction_.count) * element_;
-  staging_.reset(new unsigned char[data_bytes + element_]());  // zeros: a decoy's data
+  const size_t part = data_bytes + element_;  // the data and the flag element
+  // Two parts, sent and received: MPI_IN_PLACE made Open MPI's MPI_Iallreduce slower at 64 KiB.
+  staging_.reset(new unsigned char[2 * part]());  // zeros: a decoy's data
   if (contributes_) std::memcpy(staging_.get(), args_.input.data, data_bytes);
   store_flag(staging_.get() + data_bytes, prediction_.dtype,
              flag_value(prediction_.reduce_op, contributes_));
+  result_ = staging_.get() + part;
 
   NativeCollectiveArgs native;
   native.kind = NativeCollective::kAllreduce;
   native.input = staging_.get();
-  native.output = staging_.get();
+  native.output = result_;
   native.count = prediction_.count + 1;
   native.dtype = prediction_.dtype;
   // AVG reduces as SUM; the division happens on the output, below, so the flag stays exact.
@@ -101,12 +114,12 @@ Status PredictedNativeTask::advance(bool* done) {
   finished_ = true;
   *done = true;
   const size_t data_bytes = static_cast<size_t>(prediction_.count) * element_;
-  const bool all_mine = flag_is(staging_.get() + data_bytes, prediction_.dtype,
-                                flag_value(prediction_.reduce_op, true));
+  const bool all_mine =
+      flag_is(result_ + data_bytes, prediction_.dtype, flag_value(prediction_.reduce_op, true));
   // Every rank reads the same reduced flag, so every rank decides the same here.
   completed_ = all_mine;
   if (!completed_) return Status::ok();
-  std::memcpy(args_.output.data, staging_.get(), data_bytes);
+  std::memcpy(args_.output.data, result_, data_bytes);
   if (prediction_.reduce_op == TIDEGATE_AVG) {
     finalize_average(args_.output.data, prediction_.count, prediction_.dtype, context_.size);
   }

@@ -43,7 +43,8 @@ class PredictedNativeTask : public CollectiveTask {
   PredictedNativeTask(const TaskContext& context, const CollectiveArgs& args,
                       const NativePrediction& prediction);
   // A task destroyed while its collective is still with the transport (the communicator failed)
-  // leaves its staging buffer behind: MPI cannot cancel a collective and may still write it.
+  // keeps its staging buffer until the process ends: MPI cannot cancel a collective and may
+  // still write it.
   ~PredictedNativeTask() override;
 
   // Set before start(): whether this rank's op is the predicted one (same kind, count, dtype, op,
@@ -62,7 +63,9 @@ class PredictedNativeTask : public CollectiveTask {
   CollectiveArgs args_;
   NativePrediction prediction_;
   size_t element_ = 0;
-  std::unique_ptr<unsigned char[]> staging_;  // count + 1 elements
+  // Sent (count + 1 elements: the data, the flag) and, after it, received (as many).
+  std::unique_ptr<unsigned char[]> staging_;
+  unsigned char* result_ = nullptr;  // the received part
   Transport::Handle handle_ = 0;
   bool contributes_ = false;
   bool posted_ = false;
