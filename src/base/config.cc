@@ -113,9 +113,9 @@ const std::vector<ConfigEntry>& config_table() {
        "instead of at the deadline; off: no such connections (peers must reach each other over "
        "TCP for on)."},
       {"TIDEGATE_NATIVE_PREDICTION", "on",
-       "on: a small native allreduce that repeats the two before it runs as one collective with "
-       "its identity check folded in, instead of an identity round and then the collective; off: "
-       "every native op has its identity round."},
+       "on: a small native allreduce that the ops before it predict (one op or a cycle of ops "
+       "repeated) runs as one collective with its identity check folded in, instead of an "
+       "identity round and then the collective; off: every native op has its identity round."},
       {"TIDEGATE_LOG_LEVEL", "warn", "Logging to stderr: error, warn, info or debug."},
   };
   return table;

@@ -2,8 +2,11 @@
 
 namespace tidegate {
 
-std::optional<NativePrediction> NativePredictor::as_prediction(const CollectiveArgs& args,
-                                                               const PlanDecision& decision) const {
+NativePredictor::NativePredictor(int world_size)
+    : world_size_(world_size), repeats_(kMaxPeriod + 1, 0) {}
+
+NativePredictor::Record NativePredictor::as_record(const CollectiveArgs& args,
+                                                   const PlanDecision& decision) const {
   if (args.kind != OpKind::kAllreduce || args.replan_round || args.local_work) return std::nullopt;
   if (args.compression.enabled() || args.compression.auto_codec) return std::nullopt;
   if (decision.algorithm == nullptr || !decision.algorithm->native()) return std::nullopt;
@@ -33,15 +36,18 @@ std::optional<NativePrediction> NativePredictor::as_prediction(const CollectiveA
   return prediction;
 }
 
+bool NativePredictor::same(const Record& a, const Record& b) {
+  if (a.has_value() != b.has_value()) return false;
+  if (!a) return true;
+  return a->transport_index == b->transport_index && a->count == b->count && a->dtype == b->dtype &&
+         a->reduce_op == b->reduce_op;
+}
+
 std::optional<NativePrediction> NativePredictor::next() const {
-  if (!last_ || !before_last_) return std::nullopt;
-  const NativePrediction& a = *last_;
-  const NativePrediction& b = *before_last_;
-  if (a.transport_index != b.transport_index || a.count != b.count || a.dtype != b.dtype ||
-      a.reduce_op != b.reduce_op) {
-    return std::nullopt;
+  for (size_t period = history_.size(); period >= 1; --period) {
+    if (repeats_[period] >= period) return record(period);  // the largest L that repeats
   }
-  return a;
+  return std::nullopt;
 }
 
 bool NativePredictor::fulfils(const NativePrediction& prediction, const CollectiveArgs& args,
@@ -59,8 +65,13 @@ bool NativePredictor::fulfils(const NativePrediction& prediction, const Collecti
 }
 
 void NativePredictor::note_planned(const CollectiveArgs& args, const PlanDecision& decision) {
-  before_last_ = last_;
-  last_ = as_prediction(args, decision);
+  Record newest = as_record(args, decision);
+  for (size_t period = 1; period <= kMaxPeriod; ++period) {
+    const bool repeats = period <= history_.size() && same(newest, record(period));
+    repeats_[period] = repeats ? repeats_[period] + 1 : 0;
+  }
+  history_.push_back(std::move(newest));
+  if (history_.size() > kMaxPeriod) history_.pop_front();
 }
 
 }  // namespace tidegate

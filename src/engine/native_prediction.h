@@ -8,24 +8,33 @@
 // predicting the next op's signature from the ops before it and folding the check into the
 // collective itself (collectives/allreduce/predicted_native.h: a flag element every rank adds).
 //
-// The rule. After two consecutive ops that were planned as the same native dense host allreduce
-// (same transport, count, dtype, op; at most kMaxPredictedBytes), the next op is predicted to be
-// that allreduce again. Every rank then starts that op with the predicted collective, whatever
-// its own op is: a rank whose op is the predicted one contributes, any other rank is a decoy.
-// If every rank contributed, the op is done; otherwise every rank runs the op as planned (its
-// identity round names any mismatch), and the prediction lapses until two ops agree again.
-// A re-planning round is neither predicted nor recorded: every rank posts it at the same place.
+// The rule. Each op planned is recorded as the native allreduce it is (transport, count, dtype,
+// op; a dense host allreduce of at most kMaxPredictedBytes planned natively), or as "other".
+// When the last L records repeat the L before them (a training step's sequence of ops, or one
+// op repeated: L = 1), the next op is expected to be the one L back. Of all such L up to
+// kMaxPeriod the largest is taken: it rests on the most records, and every multiple of a true
+// period predicts what the period does, whereas a smaller L can be a run of identical ops inside
+// a longer cycle. If the op L back is a native allreduce, the next op is predicted to be that
+// allreduce again. Every rank then starts that op with the predicted collective, whatever its
+// own op is: a rank whose op is the predicted one contributes, any other rank is a decoy. If
+// every rank contributed, the op is done; otherwise every rank runs the op as planned (its
+// identity round names any mismatch). A re-planning round is neither predicted nor recorded:
+// every rank posts it at the same place.
 //
 // Why a mismatch is still named on every rank, and never a wrong result or a hang:
 // - The predicted collective has the same shape on every rank, so MPI always matches it. The
-//   shape is a function of the two ops before, which agree on every rank: the predicted phase
-//   starts only after every earlier op finished here (ProgressEngine::advance_op), and a native
-//   op finishes only when every rank posted its collective, which a rank does only after its own
-//   identity round or predicted collective passed; those checks chain all ranks' headers, so
-//   each of the two ops had the same arguments everywhere. (Were they not, they failed, and with
-//   them the communicator: the predicted phase never starts.)
-// - Whether an op gets a predicted phase at all is decided when it is planned, from those same
-//   two ops' arguments and plans, so every rank decides alike whenever they agreed.
+//   shape is the record of an earlier native op, and the predicted phase starts only after
+//   every earlier op finished here (ProgressEngine::advance_op). A native op finishes only when
+//   every rank posted its collective, which a rank does only after its own identity round or
+//   predicted collective passed; those checks chain all ranks' headers, so that op had the same
+//   arguments everywhere. (Had it not, it failed, and with it the communicator: the predicted
+//   phase never starts.)
+// - Whether an op gets a predicted phase at all is decided when it is planned, from the records
+//   before it, and they are the same on every rank once those ops finished: a record is either
+//   a native allreduce, which finished only if every rank posted that same collective, or
+//   "other", and a rank whose op was "other" never posts a native collective a native record's
+//   op could finish with. (Arguments that disagree make an op fail, never finish, so records
+//   cannot differ between ranks when the phase starts.)
 // - The verdict (all contributed, or not) is the reduced flag, identical on every rank, so
 //   every rank either finishes the op or runs its planned phases. A decoy's zeros never reach a
 //   result: a contributing rank writes its output only on the verdict "all contributed".
@@ -35,7 +44,9 @@
 #pragma once
 
 #include <cstddef>
+#include <deque>
 #include <optional>
+#include <vector>
 
 #include "collectives/allreduce/predicted_native.h"
 #include "collectives/collective_args.h"
@@ -45,30 +56,39 @@ namespace tidegate {
 
 // Above this size the identity round is a small part of the op, and the staging copies are not.
 inline constexpr size_t kMaxPredictedBytes = size_t{256} << 10;
+// The longest sequence of ops found to repeat (a training step of up to this many collectives).
+inline constexpr size_t kMaxPeriod = 256;
 
 class NativePredictor {
  public:
   // `world_size`: the communicator's size (a uint8 SUM flag limits it).
-  explicit NativePredictor(int world_size) : world_size_(world_size) {}
+  explicit NativePredictor(int world_size);
 
-  // The prediction for the next op planned, if the last two ops planned make one.
+  // The prediction for the next op planned, if the records before it make one.
   std::optional<NativePrediction> next() const;
 
   // Whether `args`, planned as `decision`, is the op `prediction` expects.
   static bool fulfils(const NativePrediction& prediction, const CollectiveArgs& args,
                       const PlanDecision& decision);
 
-  // Records an op just planned (every op but a re-planning round), in posting order.
+  // Records an op just planned (every op but a re-planning round), in posting order. Costs
+  // kMaxPeriod record comparisons.
   void note_planned(const CollectiveArgs& args, const PlanDecision& decision);
 
  private:
-  // The op as a prediction, if it is one a prediction may repeat.
-  std::optional<NativePrediction> as_prediction(const CollectiveArgs& args,
-                                                const PlanDecision& decision) const;
+  // An op's record: the native allreduce a prediction may repeat, or nothing ("other").
+  using Record = std::optional<NativePrediction>;
+  static bool same(const Record& a, const Record& b);
+
+  Record as_record(const CollectiveArgs& args, const PlanDecision& decision) const;
+  // The record `back` ops before the newest (back = 1: the newest).
+  const Record& record(size_t back) const { return history_[history_.size() - back]; }
 
   int world_size_;
-  std::optional<NativePrediction> last_;
-  std::optional<NativePrediction> before_last_;
+  std::deque<Record> history_;  // the last kMaxPeriod records, oldest first
+  // repeats_[L]: how many of the newest records each equal the record L before them (index 0
+  // unused). The last L records repeat the L before them when repeats_[L] >= L.
+  std::vector<size_t> repeats_;
 };
 
 }  // namespace tidegate

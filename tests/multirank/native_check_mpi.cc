@@ -10,7 +10,8 @@
 //   --scenario predicted  repeated allreduces of every dtype x op run as one predicted native
 //                         collective each (engine/native_prediction.h), counted at MPI's
 //                         MPI_Iallreduce; values and bitwise identity as above, with and
-//                         without re-planning rounds among them
+//                         without re-planning rounds among them, and in a repeating cycle of
+//                         different collectives
 //   --scenario predicted_mismatch
 //                         after a run of identical allreduces, rank 1 posts a different count,
 //                         dtype, reduce op or collective: MISMATCH naming the field and rank 1 on
@@ -32,12 +33,16 @@
 
 // MPI_Iallreduce calls of `g_watched_count` elements, seen through MPI's profiling interface:
 // the predicted collective is the op's count plus its flag element.
+// A second count watched likewise (the cycle check).
 std::atomic<int> g_watched_count{-1};
 std::atomic<int> g_watched_calls{0};
+std::atomic<int> g_watched_count2{-1};
+std::atomic<int> g_watched_calls2{0};
 
 extern "C" int MPI_Iallreduce(const void* send, void* receive, int count, MPI_Datatype type,
                               MPI_Op op, MPI_Comm comm, MPI_Request* request) {
   if (count == g_watched_count.load()) g_watched_calls.fetch_add(1);
+  if (count == g_watched_count2.load()) g_watched_calls2.fetch_add(1);
   return PMPI_Iallreduce(send, receive, count, type, op, comm, request);
 }
 
@@ -321,7 +326,26 @@ int run_predicted(Rank& r) {
     return fail(r, "with re-planning rounds: " + std::to_string(predicted) +
                        " of 12 predicted, expected 10 (" + choice + ")");
   }
-  if (r.rank == 0) std::printf("%d predicted runs checked on %d ranks\n", checks + 1, r.size);
+  // A training step's cycle: two small native allreduces with a barrier and a native allgather
+  // between them, six steps. After two steps the records repeat (period 4), so in steps 3-6 both
+  // allreduces are predicted (4 each) and nothing else is.
+  g_watched_count = 101;  // 100 float32 + the flag
+  g_watched_count2 = 38;  // 37 int32 + the flag
+  g_watched_calls = g_watched_calls2 = 0;
+  for (int step = 0; step < 6; ++step) {
+    if (int rc = check_allreduce(r, 100, TIDEGATE_FLOAT32, TIDEGATE_SUM, step % 2 == 0)) return rc;
+    if (tidegate_barrier(r.comm) != TIDEGATE_OK)
+      return fail(r, std::string("barrier: ") + tidegate_last_error());
+    if (int rc = check_allreduce(r, 37, TIDEGATE_INT32, TIDEGATE_SUM, step % 2 == 1)) return rc;
+    if (int rc = check_allgather(r, 5, TIDEGATE_INT64, false)) return rc;
+  }
+  if (g_watched_calls != 4 || g_watched_calls2 != 4) {
+    return fail(r, "cycle of four ops: " + std::to_string(g_watched_calls.load()) + " and " +
+                       std::to_string(g_watched_calls2.load()) +
+                       " allreduces predicted, expected 4 and 4");
+  }
+  g_watched_count = g_watched_count2 = -1;
+  if (r.rank == 0) std::printf("%d predicted runs checked on %d ranks\n", checks + 2, r.size);
   return 0;
 }
 
