@@ -1,6 +1,7 @@
 // UCX transport: failure, abort messages, close and release of UCX resources.
 #include <algorithm>
 #include <cstring>
+#include <vector>
 
 #include "transports/ucx/ucx_transport.h"
 
@@ -127,8 +128,9 @@ Status UcxTransport::release(Deadline deadline, bool force) {
   }
   // The closes left are local (flushed, or forced): they get a short while of their own even
   // when the flush used up `deadline`, so that the worker is not destroyed under them.
-  const Deadline closes_deadline =
-      deadline.remaining() > Milliseconds(kCloseGraceMs) ? deadline : Deadline::after_ms(kCloseGraceMs);
+  const Deadline closes_deadline = deadline.remaining() > Milliseconds(kCloseGraceMs)
+                                       ? deadline
+                                       : Deadline::after_ms(kCloseGraceMs);
   bool done = false;
   while (true) {
     const bool parts_done = drain(Deadline::after_ms(0));
@@ -170,10 +172,37 @@ Status UcxTransport::close(Deadline deadline) {
   return release(deadline, false);
 }
 
+void UcxTransport::discard_unexpected(std::vector<char>* scratch, Deadline deadline) {
+  while (!deadline.passed()) {
+    while (ucp_worker_progress(worker_) != 0) {
+    }
+    ucp_tag_recv_info_t info{};
+    ucp_tag_message_h message = ucp_tag_probe_nb(worker_, 0, 0, 1, &info);  // any tag, removed
+    if (message == nullptr) return;
+    scratch->resize(std::max(scratch->size(), info.length));
+    ucp_request_param_t param{};
+    param.op_attr_mask = UCP_OP_ATTR_FIELD_DATATYPE;
+    param.datatype = ucp_dt_make_contig(1);
+    void* request = ucp_tag_msg_recv_nbx(worker_, scratch->data(), info.length, message, &param);
+    if (!UCS_PTR_IS_PTR(request)) continue;  // done at once (or failed: nothing to wait for)
+    while (ucp_request_check_status(request) == UCS_INPROGRESS && !deadline.passed()) {
+      ucp_worker_progress(worker_);
+    }
+    ucp_request_free(request);  // released by UCX once complete
+  }
+}
+
 UcxTransport::~UcxTransport() {
   std::lock_guard<std::mutex> lock(mutex_);
+  // Outlives the worker: a discarded message still arriving is written here until its end.
+  std::vector<char> scratch;
   if (worker_ != nullptr) {
     (void)release(Deadline::after_ms(kReleaseDrainMs), !failed_.is_ok());
+    // Messages that arrived and that no receive took (the peers of a failed op went on
+    // sending): UCX warns about each one when the worker is destroyed ("unexpected tag-receive
+    // descriptor ... was not matched"), hundreds of lines after a failure that bury its cause.
+    // They are received and dropped first.
+    discard_unexpected(&scratch, Deadline::after_ms(kCloseGraceMs));
     // Destroying the worker may still run callbacks of leftover requests; their parts stay
     // alive until after it.
     ucp_worker_destroy(worker_);

@@ -158,6 +158,9 @@ class UcxTransport final : public Transport {
   // Progresses until every outstanding request completed or `deadline`; true when all did.
   bool drain(Deadline deadline);
   Status release(Deadline deadline, bool force);
+  // Receives and drops the messages no receive took, so that destroying the worker does not
+  // warn about each (into *scratch, which must outlive the worker).
+  void discard_unexpected(std::vector<char>* scratch, Deadline deadline);
 
   const int rank_;
   const int size_;
