@@ -130,9 +130,20 @@ Status Communicator::connect(const TransportContext& context, Store* store, Dead
   // store, and a rank that went on to its first collective (and perhaps failed and exited)
   // must not take the store away from a slower rank still reading the agreed probe from it.
   // That rank would report a lost store instead of the collective's own error.
+  //
+  // Its token also says whether any rank has TIDEGATE_NATIVE_PREDICTION off. Prediction needs
+  // every rank to take part (one that does not would leave the others' predicted collective
+  // unmatched until the deadline, engine/native_prediction.h), so one rank's "off" turns it off
+  // on every rank.
   ProbeWire wire(transports.front(), rank_, size_, comm_id_, deadline, "end-of-creation barrier");
-  std::vector<double> token{0.0};
-  return wire.ring_max(&token);
+  std::vector<double> token{config_.native_prediction() ? 0.0 : 1.0};
+  TG_RETURN_IF_ERROR(wire.ring_max(&token));
+  if (token[0] > 0 && config_.native_prediction()) {
+    TG_RETURN_IF_ERROR(config_.set("TIDEGATE_NATIVE_PREDICTION", "off"));
+    TG_LOG(kInfo, "rank " + std::to_string(rank_),
+           "TIDEGATE_NATIVE_PREDICTION is off on another rank: off on every rank");
+  }
+  return Status::ok();
 }
 
 Communicator::~Communicator() {

@@ -115,7 +115,8 @@ const std::vector<ConfigEntry>& config_table() {
       {"TIDEGATE_NATIVE_PREDICTION", "on",
        "on: a small native allreduce that the ops before it predict (one op or a cycle of ops "
        "repeated) runs as one collective with its identity check folded in, instead of an "
-       "identity round and then the collective; off: every native op has its identity round."},
+       "identity round and then the collective; off: every native op has its identity round "
+       "(off on any rank turns it off on every rank)."},
       {"TIDEGATE_LOG_LEVEL", "warn", "Logging to stderr: error, warn, info or debug."},
   };
   return table;

@@ -41,9 +41,10 @@ struct OpPhase {
   Lane lane;
   std::unique_ptr<CollectiveTask> task;  // null once the phase finished
   bool started = false;
-  // Starts only once every earlier op in the window finished (a predicted native collective,
-  // whose shape rests on the earlier ops having agreed: engine/native_prediction.h).
-  bool after_earlier_ops = false;
+  // Starts only once every earlier op in the window that the predictor recorded as native
+  // finished (a predicted native collective, whose shape rests on those ops having agreed:
+  // engine/native_prediction.h).
+  bool after_earlier_native_ops = false;
 };
 
 struct ActiveOp {
@@ -60,6 +61,7 @@ struct ActiveOp {
   std::string choice;       // the phase that does the op's work, as Request::choice() reports it
   uint64_t bytes_sent = 0;  // payload bytes of every phase (TaskContext::bytes_sent)
   std::vector<double> replan_buffer;  // a re-planning round's statistics, reduced in place
+  bool recorded_native = false;       // the native predictor recorded it as a native allreduce
 
   OpPhase* phase() { return finished ? nullptr : &phases[current]; }
   // Whether this op still has a phase (running or to come) on `lane`.

@@ -21,8 +21,11 @@ NativePredictor::Record NativePredictor::as_record(const CollectiveArgs& args,
     case TIDEGATE_INT32:
     case TIDEGATE_INT64:
       break;
-    case TIDEGATE_UINT8:
-      if (world_size_ > kMaxRanksForUint8Flag) return std::nullopt;
+    case TIDEGATE_UINT8:  // a SUM of "not mine" flags must not wrap to 0
+      if ((args.reduce_op == TIDEGATE_SUM || args.reduce_op == TIDEGATE_AVG) &&
+          world_size_ > kMaxRanksForUint8Flag) {
+        return std::nullopt;
+      }
       break;
     case TIDEGATE_FLOAT16:
     case TIDEGATE_BFLOAT16:
@@ -64,14 +67,16 @@ bool NativePredictor::fulfils(const NativePrediction& prediction, const Collecti
          args.reduce_op == prediction.reduce_op;
 }
 
-void NativePredictor::note_planned(const CollectiveArgs& args, const PlanDecision& decision) {
+bool NativePredictor::note_planned(const CollectiveArgs& args, const PlanDecision& decision) {
   Record newest = as_record(args, decision);
+  const bool native = newest.has_value();
   for (size_t period = 1; period <= kMaxPeriod; ++period) {
     const bool repeats = period <= history_.size() && same(newest, record(period));
     repeats_[period] = repeats ? repeats_[period] + 1 : 0;
   }
   history_.push_back(std::move(newest));
   if (history_.size() > kMaxPeriod) history_.pop_front();
+  return native;
 }
 
 }  // namespace tidegate

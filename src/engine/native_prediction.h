@@ -21,26 +21,37 @@
 // identity round names any mismatch). A re-planning round is neither predicted nor recorded:
 // every rank posts it at the same place.
 //
-// Why a mismatch is still named on every rank, and never a wrong result or a hang:
-// - The predicted collective has the same shape on every rank, so MPI always matches it. The
-//   shape is the record of an earlier native op, and the predicted phase starts only after
-//   every earlier op finished here (ProgressEngine::advance_op). A native op finishes only when
-//   every rank posted its collective, which a rank does only after its own identity round or
-//   predicted collective passed; those checks chain all ranks' headers, so that op had the same
-//   arguments everywhere. (Had it not, it failed, and with it the communicator: the predicted
-//   phase never starts.)
-// - Whether an op gets a predicted phase at all is decided when it is planned, from the records
-//   before it, and they are the same on every rank once those ops finished: a record is either
-//   a native allreduce, which finished only if every rank posted that same collective, or
-//   "other", and a rank whose op was "other" never posts a native collective a native record's
-//   op could finish with. (Arguments that disagree make an op fail, never finish, so records
-//   cannot differ between ranks when the phase starts.)
+// Why a mismatch is still named on every rank, and never a wrong result or a hang. The danger
+// is MPI matching two ranks' collectives of different shapes; it cannot happen:
+// - A rank posts a predicted collective only once every earlier op it recorded as native has
+//   finished (ProgressEngine::advance_op, after_earlier_native_ops). A native op finishes only
+//   when every rank posted its collective, which a rank does only after its identity round or
+//   its own predicted collective passed; those checks chain all ranks' headers, so that op was
+//   the same native allreduce on every rank, and recorded alike everywhere.
+// - Every other record is "other". An op that is "other" on one rank and native on another
+//   never finishes on the second, which then never posts a collective after it; the first may
+//   post its predicted collective, which nothing matches until the op's mismatch (named by the
+//   identity round or the algorithm's header check) fails the communicator. So whenever two
+//   ranks both post a collective at the same place in MPI's order, their records up to it agree
+//   and they computed the same prediction from them: the same shape. MPI's order itself is the
+//   posting order: every native collective of a transport runs on its one native lane.
+// - Whether an op gets a predicted phase at all is decided when it is planned, from those
+//   records, so ranks whose records agree decide alike; a rank whose decision differs is one
+//   whose records differ, and the case above applies.
 // - The verdict (all contributed, or not) is the reduced flag, identical on every rank, so
 //   every rank either finishes the op or runs its planned phases. A decoy's zeros never reach a
 //   result: a contributing rank writes its output only on the verdict "all contributed".
 // - Arguments compared this way: kind, count, dtype, op, memory kind, and the plan's choice
 //   (which follows from them on every rank). A broadcast's root, a codec, a collective kind:
 //   any op other than the predicted allreduce is a decoy and goes through its identity round.
+// - Every rank must predict: TIDEGATE_NATIVE_PREDICTION off on any rank turns it off on all of
+//   them at creation (Communicator::connect).
+//
+// Bits: the predicted collective reduces count + 1 elements, and MPI may pick another algorithm
+// (another summation order) for count + 1 than for count: Open MPI 4.1 did at 16383 float32 on
+// 5 ranks. Every rank still ends with the same bits, but a predicted op's float sum can differ
+// in its last bits from the same op run with its identity round (as it can when the plan moves
+// between algorithms).
 #pragma once
 
 #include <cstddef>
@@ -71,9 +82,9 @@ class NativePredictor {
   static bool fulfils(const NativePrediction& prediction, const CollectiveArgs& args,
                       const PlanDecision& decision);
 
-  // Records an op just planned (every op but a re-planning round), in posting order. Costs
-  // kMaxPeriod record comparisons.
-  void note_planned(const CollectiveArgs& args, const PlanDecision& decision);
+  // Records an op just planned (every op but a re-planning round), in posting order; returns
+  // whether it was recorded as a native allreduce. Costs kMaxPeriod record comparisons.
+  bool note_planned(const CollectiveArgs& args, const PlanDecision& decision);
 
  private:
   // An op's record: the native allreduce a prediction may repeat, or nothing ("other").

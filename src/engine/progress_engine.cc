@@ -373,7 +373,7 @@ PredictedNativeTask* ProgressEngine::add_predicted_phase(ActiveOp& op,
                                                          const NativePrediction& prediction) {
   Transport* transport = transports_[static_cast<size_t>(prediction.transport_index)];
   OpPhase phase = new_phase(op, transport, true);
-  phase.after_earlier_ops = true;
+  phase.after_earlier_native_ops = true;
   auto task = std::make_unique<PredictedNativeTask>(phase.context, op.args, prediction);
   PredictedNativeTask* raw = task.get();
   phase.task = std::move(task);
@@ -390,12 +390,13 @@ Status ProgressEngine::plan_op(ActiveOp& op) {
       predicts ? native_predictor_.next() : std::nullopt;
   PredictedNativeTask* predicted = nullptr;
   if (prediction) predicted = add_predicted_phase(op, *prediction);
-  const CollectiveArgs posted = op.args;  // before planning adjusts them (the identity check)
   TG_RETURN_IF_ERROR(plan_phases(op));
   if (predicted != nullptr) {
-    predicted->set_contributes(NativePredictor::fulfils(*prediction, posted, op.decision));
+    // Planning leaves the fields compared alone (it marks the identity check, and only an auto
+    // op, never predicted, has its codec and buffers set).
+    predicted->set_contributes(NativePredictor::fulfils(*prediction, op.args, op.decision));
   }
-  if (predicts) native_predictor_.note_planned(posted, op.decision);
+  if (predicts) op.recorded_native = native_predictor_.note_planned(op.args, op.decision);
   return Status::ok();
 }
 
@@ -489,9 +490,9 @@ Status ProgressEngine::plan_auto_op(ActiveOp& op) {
   return add_phase(op, chosen, *row);
 }
 
-bool ProgressEngine::earlier_ops_finished(size_t index) const {
+bool ProgressEngine::earlier_native_ops_finished(size_t index) const {
   for (size_t j = 0; j < index; ++j) {
-    if (!active_[j].finished) return false;
+    if (active_[j].recorded_native && !active_[j].finished) return false;
   }
   return true;
 }
@@ -509,7 +510,9 @@ Status ProgressEngine::advance_op(size_t index, bool* phase_finished) {
     OpPhase& phase = op.phases[op.current];
     if (!phase.started) {
       if (!lane_free(index, phase.lane)) return Status::ok();  // an earlier op goes first
-      if (phase.after_earlier_ops && !earlier_ops_finished(index)) return Status::ok();
+      if (phase.after_earlier_native_ops && !earlier_native_ops_finished(index)) {
+        return Status::ok();
+      }
       phase.started = true;
       op.last_progress = Clock::now();
       TG_RETURN_IF_ERROR(phase.task->start());

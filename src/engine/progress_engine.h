@@ -128,7 +128,8 @@ class ProgressEngine {
   bool advance_ops();
   Status advance_op(size_t index, bool* phase_finished);
   bool lane_free(size_t index, const Lane& lane) const;
-  bool earlier_ops_finished(size_t index) const;
+  // Whether every op before `index` that the predictor recorded as native has finished.
+  bool earlier_native_ops_finished(size_t index) const;
   // An op's last phase finished: the planner learns from it (or applies a re-planning round).
   void on_op_finished(ActiveOp& op);
   // Completes finished ops at the front of the window, in posting order.

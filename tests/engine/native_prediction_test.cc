@@ -104,6 +104,10 @@ TEST(NativePredictor, Uint8SumNeedsFewerThan256Ranks) {
   EXPECT_EQ(predictions(small, {a, a, a}), (std::vector<int64_t>{0, 0, 100}));
   NativePredictor large(kMaxRanksForUint8Flag + 1);
   EXPECT_EQ(predictions(large, {a, a, a}), (std::vector<int64_t>{0, 0, 0}));
+  Op max = a;  // a MAX of 0/1 flags cannot wrap
+  max.args.reduce_op = TIDEGATE_MAX;
+  NativePredictor large_max(kMaxRanksForUint8Flag + 1);
+  EXPECT_EQ(predictions(large_max, {max, max, max}), (std::vector<int64_t>{0, 0, 100}));
 }
 
 TEST(NativePredictor, FulfilsNeedsTheSameSignatureAndANativePlan) {

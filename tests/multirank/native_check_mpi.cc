@@ -12,6 +12,8 @@
 //                         MPI_Iallreduce; values and bitwise identity as above, with and
 //                         without re-planning rounds among them, and in a repeating cycle of
 //                         different collectives
+//   --scenario predicted_mixed_setting
+//                         rank 0 has TIDEGATE_NATIVE_PREDICTION off: off on every rank, no hang
 //   --scenario predicted_mismatch
 //                         after a run of identical allreduces, rank 1 posts a different count,
 //                         dtype, reduce op or collective: MISMATCH naming the field and rank 1 on
@@ -395,8 +397,28 @@ int run_predicted_mismatch(Rank& r) {
   return 0;
 }
 
+// Rank 0 has TIDEGATE_NATIVE_PREDICTION off, the others on: creation turns it off everywhere,
+// so repeated ops run with their identity round on every rank (no rank waits in a predicted
+// collective the others never post).
+int run_predicted_mixed_setting(Rank& r) {
+  if (r.rank == 0) setenv("TIDEGATE_NATIVE_PREDICTION", "off", 1);
+  setenv("TIDEGATE_TIMEOUT_MS", "5000", 1);  // a hang would end as a timeout, not pass
+  tidegate_comm_destroy(r.comm);
+  if (create(&r) != TIDEGATE_OK) return fail(r, std::string("creating: ") + tidegate_last_error());
+  int predicted = 0;
+  std::string choice;
+  if (int rc = repeated_allreduces(r, 64, TIDEGATE_FLOAT32, TIDEGATE_SUM, 5, &predicted, &choice))
+    return rc == kRefused ? fail(r, "float32 SUM refused") : rc;
+  if (choice != "mpi/native") return fail(r, "ran " + choice + ", not mpi/native");
+  if (predicted != 0) {
+    return fail(r, std::to_string(predicted) + " ops predicted although rank 0 has prediction off");
+  }
+  return 0;
+}
+
 int run_scenario(Rank& r, const std::string& scenario) {
   if (scenario == "predicted") return run_predicted(r);
+  if (scenario == "predicted_mixed_setting") return run_predicted_mixed_setting(r);
   if (scenario == "predicted_mismatch") return run_predicted_mismatch(r);
   std::vector<float> data(4096, 1.0f);
   if (scenario == "mismatch") {

@@ -58,7 +58,8 @@ bool flag_is(const unsigned char* at, tidegate_dtype_t dtype, int value) {
 // Staging buffers of collectives that were still with a transport when their task ended (the
 // communicator failed): MPI cannot cancel a collective and may write the buffer until every rank
 // has posted it, which after a failure may be never, even after the transport is gone. They are
-// kept, reachable, until the process ends: at most 256 KiB per failed communicator.
+// kept, reachable, until the process ends: at most 512 KiB (sent and received parts) per failed
+// communicator.
 void keep_until_exit(std::unique_ptr<unsigned char[]> buffer) {
   static std::mutex mutex;
   static auto* kept = new std::vector<std::unique_ptr<unsigned char[]>>();  // never destroyed

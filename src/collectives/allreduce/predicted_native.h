@@ -34,7 +34,8 @@ struct NativePrediction {
   tidegate_reduce_op_t reduce_op = TIDEGATE_SUM;
 };
 
-// With 256 ranks or more a uint8 SUM of "not mine" flags could wrap to 0: no prediction there.
+// With 256 ranks or more a uint8 SUM (or AVG) of "not mine" flags could wrap to 0: no prediction
+// there.
 inline constexpr int kMaxRanksForUint8Flag = 255;
 
 class PredictedNativeTask : public CollectiveTask {
