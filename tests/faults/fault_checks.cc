@@ -134,8 +134,9 @@ int run_fault(const FaultOptions& o, Launcher& l) {
   // A killed rank that had connected is named through its lost connections: well before the
   // deadline (about 0.7 s on an idle machine; half the deadline allows a loaded one). Otherwise
   // the deadline names it, within kDeadlineSlackMs of it.
-  const int64_t bound_ms = o.signal == "kill" && o.phase != "creation" ? o.timeout_ms / 2
-                                                                      : o.timeout_ms + kDeadlineSlackMs;
+  const int64_t bound_ms = o.signal == "kill" && o.phase != "creation"
+                               ? o.timeout_ms / 2
+                               : o.timeout_ms + kDeadlineSlackMs;
   if (victim && o.phase == "creation") {
     // Once every rank has started (the launcher stops them all when one dies first), while
     // the others are creating the communicator and wait for this one.
@@ -174,10 +175,32 @@ int run_fault(const FaultOptions& o, Launcher& l) {
   return code;
 }
 
+// Each rank says it is running, with SIGTERM ignored (a file beside the stamp).
+void note_ready(const FaultOptions& o, int rank) {
+  if (o.stamp.empty()) return;
+  std::ofstream(o.stamp + ".ready." + std::to_string(rank)) << "ready\n";
+}
+
+// The victim of a creation failure fails within milliseconds, and the launcher then stops the
+// others (SIGTERM): one that had not yet started to ignore it would die without its verdict
+// (seen under load). So the victim waits, up to 10 s, until every other rank said it is ready.
+void wait_for_the_others(const FaultOptions& o, const Launcher& l) {
+  if (o.stamp.empty()) return;
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  for (int rank = 0; rank < l.size; ++rank) {
+    if (rank == l.rank) continue;
+    const std::string path = o.stamp + ".ready." + std::to_string(rank);
+    while (::access(path.c_str(), F_OK) != 0 && std::chrono::steady_clock::now() < until) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+  }
+}
+
 // Creation fails for a reason of the victim's; every rank must report the real cause within
 // the deadline, not "no transport could start".
 int run_creation_failure(const FaultOptions& o, Launcher& l) {
   const bool victim = l.rank == o.victim;
+  if (victim) wait_for_the_others(o, l);
   if (victim && o.scenario == "creation-missing") {
     return verdict(l.rank, true, "left without creating the communicator", 0);
   }
@@ -340,6 +363,7 @@ int run_fault_check(const FaultOptions& options, Launcher& launcher) {
   if (o.victim < 0) o.victim = launcher.size - 1;
   // The launcher stops the others when the victim dies; they must still get to report.
   ::signal(SIGTERM, SIG_IGN);
+  note_ready(o, launcher.rank);
   if (o.scenario == "fault") return run_fault(o, launcher);
   if (o.scenario.rfind("creation-", 0) == 0) return run_creation_failure(o, launcher);
   if (o.scenario == "stop-resume") return run_stop_resume(o, launcher);

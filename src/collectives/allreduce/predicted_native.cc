@@ -17,31 +17,24 @@ int flag_value(tidegate_reduce_op_t op, bool mine) {
   return (mine == one_means_mine) ? 1 : 0;
 }
 
+template <typename T>
+void store_as(unsigned char* at, int value) {
+  const T v = static_cast<T>(value);
+  std::memcpy(at, &v, sizeof v);
+}
+
 void store_flag(unsigned char* at, tidegate_dtype_t dtype, int value) {
   switch (dtype) {
-    case TIDEGATE_FLOAT32: {
-      const float v = static_cast<float>(value);
-      std::memcpy(at, &v, sizeof v);
-      return;
-    }
-    case TIDEGATE_FLOAT64: {
-      const double v = value;
-      std::memcpy(at, &v, sizeof v);
-      return;
-    }
-    case TIDEGATE_INT32: {
-      const int32_t v = value;
-      std::memcpy(at, &v, sizeof v);
-      return;
-    }
-    case TIDEGATE_INT64: {
-      const int64_t v = value;
-      std::memcpy(at, &v, sizeof v);
-      return;
-    }
+    case TIDEGATE_FLOAT32:
+      return store_as<float>(at, value);
+    case TIDEGATE_FLOAT64:
+      return store_as<double>(at, value);
+    case TIDEGATE_INT32:
+      return store_as<int32_t>(at, value);
+    case TIDEGATE_INT64:
+      return store_as<int64_t>(at, value);
     case TIDEGATE_UINT8:
-      *at = static_cast<unsigned char>(value);
-      return;
+      return store_as<uint8_t>(at, value);
     case TIDEGATE_FLOAT16:
     case TIDEGATE_BFLOAT16:
       break;  // no native reduction in 16-bit floats: never predicted (native_prediction.cc)
