@@ -402,7 +402,9 @@ int run_predicted_mismatch(Rank& r) {
 // collective the others never post).
 int run_predicted_mixed_setting(Rank& r) {
   if (r.rank == 0) setenv("TIDEGATE_NATIVE_PREDICTION", "off", 1);
-  setenv("TIDEGATE_TIMEOUT_MS", "5000", 1);  // a hang would end as a timeout, not pass
+  // A hang ends as a timeout (well inside ctest's 120 s), not a pass; long enough for a slow
+  // creation under the sanitizers.
+  setenv("TIDEGATE_TIMEOUT_MS", "20000", 1);
   tidegate_comm_destroy(r.comm);
   if (create(&r) != TIDEGATE_OK) return fail(r, std::string("creating: ") + tidegate_last_error());
   int predicted = 0;
