@@ -39,13 +39,6 @@ NativePredictor::Record NativePredictor::as_record(const CollectiveArgs& args,
   return prediction;
 }
 
-bool NativePredictor::same(const Record& a, const Record& b) {
-  if (a.has_value() != b.has_value()) return false;
-  if (!a) return true;
-  return a->transport_index == b->transport_index && a->count == b->count && a->dtype == b->dtype &&
-         a->reduce_op == b->reduce_op;
-}
-
 std::optional<NativePrediction> NativePredictor::next() const {
   for (size_t period = history_.size(); period >= 1; --period) {
     if (repeats_[period] >= period) return record(period);  // the largest L that repeats
@@ -53,30 +46,16 @@ std::optional<NativePrediction> NativePredictor::next() const {
   return std::nullopt;
 }
 
-bool NativePredictor::fulfils(const NativePrediction& prediction, const CollectiveArgs& args,
-                              const PlanDecision& decision) {
-  if (args.kind != OpKind::kAllreduce || args.replan_round || args.local_work) return false;
-  if (args.compression.enabled() || args.compression.auto_codec) return false;
-  if (decision.algorithm == nullptr || !decision.algorithm->native()) return false;
-  const TensorView& in = args.input;
-  const TensorView& out = args.output;
-  return decision.transport_index == prediction.transport_index &&
-         in.memory == TIDEGATE_MEMORY_HOST && out.memory == TIDEGATE_MEMORY_HOST &&
-         in.count == prediction.count && out.count == prediction.count &&
-         in.dtype == prediction.dtype && out.dtype == prediction.dtype &&
-         args.reduce_op == prediction.reduce_op;
-}
-
-bool NativePredictor::note_planned(const CollectiveArgs& args, const PlanDecision& decision) {
+NativePredictor::Record NativePredictor::note_planned(const CollectiveArgs& args,
+                                                      const PlanDecision& decision) {
   Record newest = as_record(args, decision);
-  const bool native = newest.has_value();
   for (size_t period = 1; period <= kMaxPeriod; ++period) {
-    const bool repeats = period <= history_.size() && same(newest, record(period));
+    const bool repeats = period <= history_.size() && newest == record(period);
     repeats_[period] = repeats ? repeats_[period] + 1 : 0;
   }
-  history_.push_back(std::move(newest));
+  history_.push_back(newest);
   if (history_.size() > kMaxPeriod) history_.pop_front();
-  return native;
+  return newest;
 }
 
 }  // namespace tidegate

@@ -78,19 +78,15 @@ class NativePredictor {
   // The prediction for the next op planned, if the records before it make one.
   std::optional<NativePrediction> next() const;
 
-  // Whether `args`, planned as `decision`, is the op `prediction` expects.
-  static bool fulfils(const NativePrediction& prediction, const CollectiveArgs& args,
-                      const PlanDecision& decision);
+  // An op's record: the native allreduce a prediction may repeat, or nothing ("other"). An op
+  // is the one a prediction expects exactly when its record equals the prediction.
+  using Record = std::optional<NativePrediction>;
 
-  // Records an op just planned (every op but a re-planning round), in posting order; returns
-  // whether it was recorded as a native allreduce. Costs kMaxPeriod record comparisons.
-  bool note_planned(const CollectiveArgs& args, const PlanDecision& decision);
+  // Records an op just planned (every op but a re-planning round), in posting order, and
+  // returns its record. Costs kMaxPeriod record comparisons.
+  Record note_planned(const CollectiveArgs& args, const PlanDecision& decision);
 
  private:
-  // An op's record: the native allreduce a prediction may repeat, or nothing ("other").
-  using Record = std::optional<NativePrediction>;
-  static bool same(const Record& a, const Record& b);
-
   Record as_record(const CollectiveArgs& args, const PlanDecision& decision) const;
   // The record `back` ops before the newest (back = 1: the newest).
   const Record& record(size_t back) const { return history_[history_.size() - back]; }

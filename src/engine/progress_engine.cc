@@ -391,12 +391,12 @@ Status ProgressEngine::plan_op(ActiveOp& op) {
   PredictedNativeTask* predicted = nullptr;
   if (prediction) predicted = add_predicted_phase(op, *prediction);
   TG_RETURN_IF_ERROR(plan_phases(op));
-  if (predicted != nullptr) {
-    // Planning leaves the fields compared alone (it marks the identity check, and only an auto
-    // op, never predicted, has its codec and buffers set).
-    predicted->set_contributes(NativePredictor::fulfils(*prediction, op.args, op.decision));
-  }
-  if (predicts) op.recorded_native = native_predictor_.note_planned(op.args, op.decision);
+  if (!predicts) return Status::ok();
+  // Planning leaves the fields recorded alone (it marks the identity check, and only an auto
+  // op, never recorded as native, has its codec and buffers set).
+  const NativePredictor::Record record = native_predictor_.note_planned(op.args, op.decision);
+  op.recorded_native = record.has_value();
+  if (predicted != nullptr) predicted->set_contributes(record == prediction);
   return Status::ok();
 }
 

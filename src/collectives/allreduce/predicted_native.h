@@ -32,6 +32,11 @@ struct NativePrediction {
   int64_t count = 0;
   tidegate_dtype_t dtype = TIDEGATE_FLOAT32;
   tidegate_reduce_op_t reduce_op = TIDEGATE_SUM;
+
+  bool operator==(const NativePrediction& other) const {
+    return transport_index == other.transport_index && count == other.count &&
+           dtype == other.dtype && reduce_op == other.reduce_op;
+  }
 };
 
 // With 256 ranks or more a uint8 SUM (or AVG) of "not mine" flags could wrap to 0: no prediction
