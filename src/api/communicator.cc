@@ -3,6 +3,7 @@
 #include <openssl/rand.h>
 
 #include "api/communicator_transports.h"
+#include "api/settings_agreement.h"
 #include "base/log.h"
 #include "compress/codec_allow_list.h"
 #include "select/probe.h"
@@ -134,10 +135,13 @@ Status Communicator::connect(const TransportContext& context, Store* store, Dead
   // Its token also says whether any rank has TIDEGATE_NATIVE_PREDICTION off. Prediction needs
   // every rank to take part (one that does not would leave the others' predicted collective
   // unmatched until the deadline, engine/native_prediction.h), so one rank's "off" turns it off
-  // on every rank.
+  // on every rank. And it carries the settings every rank must share (settings_agreement.h):
+  // every rank reads the same maxima, so a difference fails creation on every rank alike.
   ProbeWire wire(transports.front(), rank_, size_, comm_id_, deadline, "end-of-creation barrier");
   std::vector<double> token{config_.native_prediction() ? 0.0 : 1.0};
+  append_settings_to_agree(config_, &token);
   TG_RETURN_IF_ERROR(wire.ring_max(&token));
+  TG_RETURN_IF_ERROR(check_settings_agree(config_, token, 1));
   if (token[0] > 0 && config_.native_prediction()) {
     TG_RETURN_IF_ERROR(config_.set("TIDEGATE_NATIVE_PREDICTION", "off"));
     TG_LOG(kInfo, "rank " + std::to_string(rank_),

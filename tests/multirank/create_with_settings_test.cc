@@ -102,5 +102,68 @@ TEST(CreateWithSettings, CxxWrapperThrowsTheConfigError) {
   }
 }
 
+// Three ranks created concurrently, rank 1 with `odd` added to the settings all share; returns
+// each rank's creation status and error, and destroys what was created.
+struct Created {
+  tidegate_status_t status = TIDEGATE_OK;
+  std::string error;
+};
+std::vector<Created> create_three(const tidegate_setting_t& odd, const tidegate_setting_t& usual) {
+  MemoryStore store;
+  const tidegate_store_t callbacks = ThreadWorld::callbacks(&store);
+  std::vector<Created> created(3);
+  std::vector<tidegate_comm_t> comms(3, nullptr);
+  std::vector<std::thread> threads;
+  for (int r = 0; r < 3; ++r) {
+    threads.emplace_back([&, r] {
+      // The probe is not under test; the deadline is long for the sanitizer builds.
+      const tidegate_setting_t settings[] = {
+          {"TIDEGATE_PROBE", "off"}, {"TIDEGATE_TIMEOUT_MS", "20000"}, r == 1 ? odd : usual};
+      created[r].status =
+          tidegate_comm_create_with_settings(r, 3, &callbacks, settings, 3, &comms[r]);
+      if (created[r].status != TIDEGATE_OK) created[r].error = tidegate_last_error();
+    });
+  }
+  for (auto& t : threads) t.join();
+  threads.clear();
+  for (tidegate_comm_t comm : comms) {
+    if (comm != nullptr) threads.emplace_back([comm] { tidegate_comm_destroy(comm); });
+  }
+  for (auto& t : threads) t.join();
+  return created;
+}
+
+// Settings that shape the ops (api/settings_agreement.h): one rank's different value is a
+// CONFIG error naming the setting on every rank, at creation, instead of ops that do not match.
+TEST(CreateWithSettings, ASettingThatShapesTheOpsMustAgreeOnEveryRank) {
+  const tidegate_setting_t cases[][2] = {
+      {{"TIDEGATE_OPS_IN_FLIGHT", "1"}, {"TIDEGATE_OPS_IN_FLIGHT", "4"}},
+      {{"TIDEGATE_SEGMENT_BYTES", "64K"}, {"TIDEGATE_SEGMENT_BYTES", "1M"}},
+      {{"TIDEGATE_REPLAN_INTERVAL", "0"}, {"TIDEGATE_REPLAN_INTERVAL", "64"}},
+      {{"TIDEGATE_ALGO", "allreduce=ring"}, {"TIDEGATE_ALGO", ""}},
+      {{"TIDEGATE_SEED", "7"}, {"TIDEGATE_SEED", "0"}},
+      {{"TIDEGATE_FUSION_BYTES", "off"}, {"TIDEGATE_FUSION_BYTES", "auto"}},
+  };
+  for (const auto& c : cases) {
+    const std::vector<Created> created = create_three(c[0], c[1]);
+    for (int r = 0; r < 3; ++r) {
+      EXPECT_EQ(created[r].status, TIDEGATE_ERR_CONFIG)
+          << c[0].name << ", rank " << r << ": " << created[r].error;
+      EXPECT_NE(created[r].error.find(c[0].name), std::string::npos) << created[r].error;
+      EXPECT_NE(created[r].error.find("differs between the ranks"), std::string::npos)
+          << created[r].error;
+    }
+  }
+}
+
+// The same value written two ways agrees: numeric settings are compared as parsed.
+TEST(CreateWithSettings, TheSameValueWrittenDifferentlyAgrees) {
+  const std::vector<Created> created =
+      create_three({"TIDEGATE_SEGMENT_BYTES", "1048576"}, {"TIDEGATE_SEGMENT_BYTES", "1M"});
+  for (int r = 0; r < 3; ++r) {
+    EXPECT_EQ(created[r].status, TIDEGATE_OK) << "rank " << r << ": " << created[r].error;
+  }
+}
+
 }  // namespace
 }  // namespace tidegate::testing
