@@ -123,12 +123,39 @@ record_stage() {
     [ -f "$dir/Testing/Temporary/LastTestsFailed.log" ]; then
     failed=$(cut -d: -f2- "$dir/Testing/Temporary/LastTestsFailed.log" | paste -sd' ')
   fi
+  if [ "$status" -ne 0 ] && [ -n "$dir" ]; then keep_failed_output "$dir"; fi
   if [ "$status" -eq 0 ]; then STAGE_VERDICTS+=("$name: passed"); else
     STAGE_VERDICTS+=("$name: FAILED (status $status)${failed:+; failed tests: $failed}"); fi
 }
 
+# What each failed CTest test printed, kept for the end of `./run.sh test`: CI shows only the
+# tail of the log, so a failure's own words would otherwise scroll away under the later stages.
+FAILED_OUTPUT_FILE=$(mktemp)
+trap 'rm -f "$FAILED_OUTPUT_FILE"' EXIT
+
+# keep_failed_output CTEST_DIR: the last 60 lines of each failed test's output (from CTest's
+# LastTest.log; UCX's per-descriptor "not matched" warnings left out, they are noise).
+keep_failed_output() {
+  local dir=$1 name
+  local list="$dir/Testing/Temporary/LastTestsFailed.log" log_file="$dir/Testing/Temporary/LastTest.log"
+  [ -f "$list" ] && [ -f "$log_file" ] || return 0
+  for name in $(cut -d: -f2- "$list"); do
+    {
+      echo "---- output of $name (last 60 lines) ----"
+      awk -v name="$name" '
+        $0 ~ ("Testing: " name "$") { inside = 1; next }
+        inside && $0 ~ ("^\"" name "\" end time") { inside = 0 }
+        inside' "$log_file" | grep -v "was not matched" | tail -n 60
+    } >>"$FAILED_OUTPUT_FILE"
+  done
+}
+
 print_stage_verdicts() {
   local v
+  if [ -s "$FAILED_OUTPUT_FILE" ]; then
+    log "what the failed tests printed:"
+    cat "$FAILED_OUTPUT_FILE"
+  fi
   log "summary of the test stages:"
   for v in "${STAGE_VERDICTS[@]}"; do log "  $v"; done
 }
