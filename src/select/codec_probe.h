@@ -10,8 +10,12 @@
 
 namespace tidegate {
 
-// About 40 ms on one core for the dozen codecs (the best of two runs of each on 1 Mi floats).
-std::vector<CodecFigures> measure_codecs();
+// Each codec's figures, the best of two runs on 1 Mi floats (about 40 ms on one core for the
+// dozen codecs), within `budget_ms`: no codec is started once the budget is spent, and the second
+// runs only happen when a whole pass fits in what is left. A codec left out (a budget too short
+// for a slow or loaded machine, e.g. under a sanitizer) is absent from the result, so the plan
+// prices it with nominal_codec_figures.
+std::vector<CodecFigures> measure_codecs(double budget_ms);
 
 // Figures for a codec the profile has none for (the probe off, or a profile cached before
 // codecs were measured): conservative, so that compression wins on figures only where the wire

@@ -2,6 +2,7 @@
 # between ranks that are threads of one process (the TCP test world is reused from
 # tests/transport_tcp).
 add_executable(select_probe_tests
+  ${CMAKE_CURRENT_SOURCE_DIR}/codec_probe_test.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/probe_profile_test.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/probe_test.cc
   ${PROJECT_SOURCE_DIR}/tests/transport_tcp/tcp_test_util.cc)
