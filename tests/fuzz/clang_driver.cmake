@@ -10,7 +10,7 @@
 if(TIDEGATE_FUZZ OR TIDEGATE_SANITIZE)  # a sanitizer build runs the suite, not the fuzzers
   return()
 endif()
-set(TIDEGATE_FUZZ_CI_SECONDS 5 CACHE STRING "Seconds each codec fuzz target runs under CTest (g++ builds)")
+set(TIDEGATE_FUZZ_CI_SECONDS 3 CACHE STRING "Seconds each codec fuzz target runs under CTest (g++ builds)")
 
 if(CMAKE_CXX_COMPILER_ID MATCHES "Clang")
   set(tidegate_fuzz_clang ${CMAKE_CXX_COMPILER})
