@@ -265,7 +265,10 @@ TEST(AutoCodec, ALyingProfileCompressesOnlyUntilMeasuredThenDenseOnEveryRankLosi
   const std::string cache = "/tmp/tidegate_auto_codec_test_" + std::to_string(::getpid());
   const int ranks = 3;
   {
-    SettingsWorld honest(ranks, {{{"TIDEGATE_PROBE_CACHE", cache}}});
+    // A budget ample enough for every codec's figures under ThreadSanitizer too, where a
+    // quarter of the default 800 ms measured none of them (they are what the lie rewrites).
+    SettingsWorld honest(ranks, {{{"TIDEGATE_PROBE_CACHE", cache},
+                                  {"TIDEGATE_PROBE_BUDGET_MS", "20000"}}});
     ASSERT_EQ(honest.status(), TIDEGATE_OK) << honest.error();
   }
   lie_about_codecs(cache, "1000000");
