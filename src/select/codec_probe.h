@@ -10,11 +10,11 @@
 
 namespace tidegate {
 
-// Each codec's figures, the best of two runs on 1 Mi floats (about 40 ms on one core for the
-// dozen codecs), within `budget_ms`: no codec is started once the budget is spent, and the second
-// runs only happen when a whole pass fits in what is left. A codec left out (a budget too short
-// for a slow or loaded machine, e.g. under a sanitizer) is absent from the result, so the plan
-// prices it with nominal_codec_figures.
+// Each codec's figures on 1 Mi floats (about 40 ms on one core for the dozen codecs, two runs
+// each), within `budget_ms`: a first pass on a quarter of the tensor gives every codec a figure
+// quickly, and the whole tensor is measured only where it fits in the budget. No codec is started
+// once the budget is spent; one left out (a budget too short even for the first pass) is absent
+// from the result, so the plan prices it with nominal_codec_figures.
 std::vector<CodecFigures> measure_codecs(double budget_ms);
 
 // Figures for a codec the profile has none for (the probe off, or a profile cached before

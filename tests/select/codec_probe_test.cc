@@ -40,24 +40,51 @@ TEST(CodecProbe, ASpentBudgetStartsNoCodec) {
   EXPECT_TRUE(figures.empty()) << figures.size() << " codecs measured with no budget";
 }
 
-// With a budget shorter than one pass, the codecs measured are a prefix of the registered order
-// and the time spent is the budget plus at most the slowest single codec (which ran already once
-// in the ample pass, so its time is known here).
+// The slowest codec's time for one encode and decode of the quarter-size first pass, from its
+// figures on the whole tensor (the first pass is a quarter of its 4 MiB).
+double slowest_first_pass_ms(const std::vector<CodecFigures>& all) {
+  double slowest_ms = 0;
+  const double gb = 1.0 * (1 << 20) / 1e9;
+  for (const CodecFigures& f : all) {
+    slowest_ms = std::max(slowest_ms, 1000.0 * (gb / f.encode_GBps + gb / f.decode_GBps));
+  }
+  return slowest_ms;
+}
+
+// With a budget far shorter than the first pass, the codecs measured are a prefix of the
+// registered order and the time spent is the budget plus about one codec.
 TEST(CodecProbe, AShortBudgetMeasuresAPrefixAndStopsThere) {
   std::vector<CodecFigures> all;
   const double full_ms = timed_ms(60000, &all);
-  double slowest_ms = 0;
-  for (const CodecFigures& f : all) {
-    const double gb = 4.0 * (1 << 20) / 1e9;
-    slowest_ms = std::max(slowest_ms, 1000.0 * (gb / f.encode_GBps + gb / f.decode_GBps));
-  }
-  const double budget_ms = full_ms / 8;
+  const double budget_ms = full_ms / 60;
   std::vector<CodecFigures> some;
   const double spent_ms = timed_ms(budget_ms, &some);
-  ASSERT_LT(some.size(), all.size()) << "a budget of an eighth of two passes measured every codec";
+  ASSERT_LT(some.size(), all.size()) << "a 60th of the whole measurement measured every codec";
   for (size_t i = 0; i < some.size(); ++i) EXPECT_EQ(some[i].codec, all[i].codec) << i;
   // Generous against timing noise: the bound that matters is "not the whole pass".
-  EXPECT_LT(spent_ms, budget_ms + 3 * slowest_ms + 50) << "of " << full_ms << " ms for all";
+  EXPECT_LT(spent_ms, budget_ms + 4 * slowest_first_pass_ms(all) + 50) << "of " << full_ms;
+}
+
+// A budget too short for the whole tensor but ample for the quarter-size first pass (about a
+// ninth of the whole measurement: a quarter pass and two whole ones) still gives every codec a
+// figure, so a slow or loaded machine does not leave codecs to the nominal figures.
+TEST(CodecProbe, AShortBudgetStillGivesEveryCodecAFigure) {
+  std::vector<CodecFigures> all, none;
+  const double full_ms = timed_ms(60000, &all);
+  const double setup_ms = timed_ms(0, &none);  // the input's fill, also inside the budget
+  // A quarter of the measurement is about half a whole-tensor pass but two first passes; a
+  // machine busy with other tests can take the core away for longer than that margin, so the
+  // best of five tries counts (without the first pass every try measures a prefix only).
+  std::vector<CodecFigures> quick;
+  for (int attempt = 0; attempt < 5 && quick.size() < all.size(); ++attempt) {
+    timed_ms(setup_ms + (full_ms - setup_ms) * 0.25, &quick);
+  }
+  ASSERT_EQ(quick.size(), all.size());
+  for (size_t i = 0; i < quick.size(); ++i) {
+    EXPECT_EQ(quick[i].codec, all[i].codec);
+    EXPECT_GT(quick[i].encode_GBps, 0) << quick[i].codec;
+    EXPECT_GT(quick[i].decode_GBps, 0) << quick[i].codec;
+  }
 }
 
 }  // namespace
