@@ -300,10 +300,9 @@ sanitize_run() {
     status=$((status | part)) part=0
     # ctest takes one -R: the mpirun jobs are named one by one (regex characters escaped).
     local mpi_jobs
-    mpi_jobs=$(ctest --test-dir "$dir" -N -R "$tests" -E "$exclude" |
-      sed -n 's/^ *Test *#[0-9]*: \(.*mpi.*\)$/\1/p' | sed 's/[]().*+?^$|[\\]/\\&/g' | paste -sd'|')
+    mpi_jobs=$(ctest_names "$dir" -R "$tests" -E "$exclude" | grep mpi | as_name_regex || true)
     if [ -n "$mpi_jobs" ]; then
-      ASAN_OPTIONS="detect_leaks=0" ctest "${common[@]}" -R "^($mpi_jobs)\$" || part=$?
+      ASAN_OPTIONS="detect_leaks=0" ctest "${common[@]}" -R "$mpi_jobs" || part=$?
       record_stage "$name sanitizer mpirun jobs" "$part" "$dir"
       status=$((status | part))
     fi

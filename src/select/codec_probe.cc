@@ -1,7 +1,6 @@
 #include "select/codec_probe.h"
 
 #include <algorithm>
-#include <chrono>
 #include <cmath>
 #include <cstdint>
 #include <memory>
@@ -9,6 +8,7 @@
 #include <vector>
 
 #include "compress/codec.h"
+#include "select/probe_measure.h"
 
 namespace tidegate {
 
@@ -18,10 +18,6 @@ constexpr int64_t kElements = int64_t{1} << 20;       // 4 MiB of float32: past 
 constexpr int64_t kFirstElements = int64_t{1} << 18;  // the first pass's quarter of it
 constexpr double kNominalGBps = 1.0;
 constexpr int kFullPasses = 2;
-
-double ms_since(std::chrono::steady_clock::time_point start) {
-  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
-}
 
 struct Measured {
   std::string name;
@@ -36,11 +32,11 @@ bool time_once(Measured* m, const TensorView& in, const TensorView& out, double*
                double* decode_GBps) {
   const double gb = static_cast<double>(in.count) * sizeof(float) / 1e9;
   size_t written = 0;
-  auto began = std::chrono::steady_clock::now();
+  auto began = Clock::now();
   if (!m->codec->encode(in, EncodeContext{}, m->payload.data(), m->payload.size(), &written).is_ok())
     return false;
   *encode_GBps = gb / std::max(ms_since(began) / 1000.0, 1e-9);
-  began = std::chrono::steady_clock::now();
+  began = Clock::now();
   if (!m->codec->decode_add(m->payload.data(), written, out).is_ok()) return false;
   *decode_GBps = gb / std::max(ms_since(began) / 1000.0, 1e-9);
   return true;
@@ -60,7 +56,7 @@ TensorView matrix_view(float* data, int64_t count) {
 }  // namespace
 
 std::vector<CodecFigures> measure_codecs(double budget_ms) {
-  const auto start = std::chrono::steady_clock::now();
+  const auto start = Clock::now();
   std::vector<float> input(static_cast<size_t>(kElements)), output(input.size());
   // Gradient-like values: small and of both signs, with one large value in 61 (what the
   // sparsifiers select). Integer hashing, not sin(): the fill is part of the budget.

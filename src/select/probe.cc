@@ -113,7 +113,7 @@ Status measure_here(const ProbeInputs& inputs, Clock::time_point start, ProbePro
     TG_RETURN_IF_ERROR(measure_transport(&wire, start, until_ms, &figures));
     mine->transports.push_back(figures);
   }
-  mine->probe_ms = std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+  mine->probe_ms = ms_since(start);
   return Status::ok();
 }
 

@@ -42,10 +42,6 @@ constexpr int kNativeRounds = 3;
 constexpr int64_t kReduceCount = int64_t{2} << 20;
 constexpr int kReduceRounds = 5;
 
-double ms_since(Clock::time_point start) {
-  return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
-}
-
 double median(std::vector<double> values) {
   std::sort(values.begin(), values.end());
   return values.empty() ? 0.0 : values[values.size() / 2];
@@ -324,6 +320,10 @@ double measure_reduce_GBps() {
   const double s = median(seconds);
   const double bytes = static_cast<double>(kReduceCount) * sizeof(float);
   return s > 0 ? bytes / s / 1e9 : kSelfBandwidthGBps;
+}
+
+double ms_since(Clock::time_point start) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
 }
 
 }  // namespace tidegate

@@ -16,6 +16,9 @@ namespace tidegate {
 // finite so that a cost model can divide by it.
 inline constexpr double kSelfBandwidthGBps = 1000.0;
 
+// Milliseconds since `start`, on the probe's clock.
+double ms_since(Clock::time_point start);
+
 // Measures one transport's figures on this rank (latency, ring bandwidth, native allreduce
 // when offered), aiming to finish by `until_ms` after `probe_start`. Time is reckoned as the
 // slowest rank's (agreed over the wire), so the reduction measurement and the transports
