@@ -52,24 +52,6 @@ std::string local_obstacle(const TransportContext& context, MPI_Comm* base) {
   return "";
 }
 
-// Builds the exit watch on every rank or on none: a rank whose connections failed must not
-// leave the others watching sockets it is about to close (they would read that as its exit).
-Status start_exit_watch(const TransportContext& context,
-                        std::unique_ptr<tcp::PeerExitWatch>* watch) {
-  Status built = tcp::PeerExitWatch::create(context, watch);
-  std::unique_ptr<Store> scoped = make_prefix_store(context.store, "exit-watch/");
-  TransportContext agreeing = context;
-  agreeing.store = scoped.get();
-  const std::string obstacle =
-      built.is_ok() ? ""
-                    : "its exit watch could not connect (" + built.to_string() +
-                          "); peers must reach each other over TCP, or set "
-                          "TIDEGATE_EXIT_WATCH=off (a killed rank is then named at the deadline)";
-  Status agreed = agree_on_start(agreeing, "mpi", obstacle, "", nullptr);
-  if (!agreed.is_ok()) watch->reset();
-  return agreed;
-}
-
 }  // namespace
 
 Status MpiTransport::create(const TransportContext& context, const MpiTransportOptions& options,
@@ -83,10 +65,10 @@ Status MpiTransport::create(const TransportContext& context, const MpiTransportO
   MPI_Comm base = MPI_COMM_NULL;
   // All ranks duplicate the communicator (a collective call) or all fail with the same error.
   TG_RETURN_IF_ERROR(agree_on_start(context, "mpi", local_obstacle(context, &base), "", nullptr));
-  std::unique_ptr<tcp::PeerExitWatch> exit_watch;
+  std::unique_ptr<tcp::PacedExitWatch> exit_watch;
   if (context.config != nullptr && context.config->exit_watch()) {
     TG_CHECK_ARG(context.secret != nullptr, "the mpi transport's exit watch needs the job secret");
-    TG_RETURN_IF_ERROR(start_exit_watch(context, &exit_watch));
+    TG_RETURN_IF_ERROR(tcp::PacedExitWatch::start(context, "mpi", &exit_watch));
   }
 
   // A private duplicate: our tags can never match the application's messages.
@@ -303,16 +285,9 @@ void MpiTransport::compact_requests() {
 
 void MpiTransport::check_exits() {
   if (!exit_watch_ || !failed_.is_ok()) return;
-  const Clock::time_point now = Clock::now();
-  if (!exit_seen_.is_ok()) {
-    // Told to every peer: those that do not watch this peer learn of its loss from us.
-    if (now >= exit_fail_at_) fail(exit_seen_, true);
-    return;
-  }
-  if (now < next_exit_check_) return;
-  next_exit_check_ = now + Milliseconds(kExitCheckMs);
-  exit_seen_ = exit_watch_->check();
-  exit_fail_at_ = now + Milliseconds(kExitGraceMs);
+  // Told to every peer: those that do not watch this peer learn of its loss from us.
+  const Status lost = exit_watch_->poll(Clock::now());
+  if (!lost.is_ok()) fail(lost, true);
 }
 
 Status MpiTransport::poll_once(bool* moved) {

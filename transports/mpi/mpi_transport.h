@@ -22,14 +22,11 @@
 //    The highest tag (MPI_TAG_UB) carries empty liveness pings, received the same way.
 //  - A killed peer: MPI without ULFM (Open MPI 4.1, even under mpirun --enable-recovery) never
 //    fails a receive from a dead rank, so with TIDEGATE_EXIT_WATCH=on (the default) the
-//    transport also holds a tcp::PeerExitWatch (transports/tcp/peer_exit_watch.h), one idle
-//    TCP connection per peer, looked at every kExitCheckMs while polling: a peer whose process
-//    ended is named within a fraction of a second, not at the deadline. The transport fails
-//    kExitGraceMs after the watch saw the exit, polling MPI meanwhile: the watch's socket and
-//    MPI's are separate, so a rank that finished its part of an op and then died may have its
-//    last messages still on the way when its exit is seen, and an op those complete must not
-//    fail (the fault case "between" saw exactly that: a survivor's last op failed although
-//    all its data had been sent).
+//    transport also holds a tcp::PacedExitWatch (transports/tcp/paced_exit_watch.h), one idle
+//    TCP connection per peer, looked at while polling: a peer whose process ended is named
+//    within a fraction of a second, not at the deadline. The transport fails a grace period
+//    after the watch saw the exit, polling MPI meanwhile, so that an op the dead rank's last
+//    messages complete does not fail (the file comment there says why).
 //
 // Threading: needs MPI_THREAD_MULTIPLE (checked at creation; UNSUPPORTED otherwise). The
 // transport's own MPI calls are serialised by its mutex, so they come from one thread at a
@@ -65,7 +62,7 @@
 #include "transports/common/abort_message.h"
 #include "transports/common/transfer_book.h"
 #include "transports/mpi/mpi_semantics.h"
-#include "transports/tcp/peer_exit_watch.h"
+#include "transports/tcp/paced_exit_watch.h"
 
 namespace tidegate {
 
@@ -79,9 +76,6 @@ inline constexpr int kAbortTag = 0;
 inline constexpr int kMaxNapUs = 200;
 // A rank answers liveness pings at most this often.
 inline constexpr int64_t kLivenessAnswerMs = 500;
-// How often progress() looks at the exit watch (one poll() over n - 1 sockets).
-inline constexpr int64_t kExitCheckMs = 10;
-inline constexpr int64_t kExitGraceMs = 200;
 // Most elements one MPI collective call takes: MPI-3 counts are `int`.
 inline constexpr int64_t kMaxNativeElements = 2147483647;
 
@@ -185,8 +179,7 @@ class MpiTransport final : public Transport {
   Status post_ping_receive();
   void check_ping_receive();
   void ping_peers();
-  // The exit watch's verdict, at most every kExitCheckMs: a peer that died fails the transport
-  // kExitGraceMs later (see the file comment).
+  // The exit watch's verdict: a peer that died fails the transport (see the file comment).
   void check_exits();
   // Tests every outstanding request until all completed or `deadline`; true when all did.
   bool drain(Deadline deadline);
@@ -222,10 +215,7 @@ class MpiTransport final : public Transport {
   std::vector<MPI_Request> ping_sends_;
   Clock::time_point last_ping_sent_;
   std::vector<Clock::time_point> last_heard_;       // per peer: when a message last arrived
-  std::unique_ptr<tcp::PeerExitWatch> exit_watch_;  // null with TIDEGATE_EXIT_WATCH=off
-  Clock::time_point next_exit_check_;
-  Status exit_seen_;                // the watch's report, until the grace ends
-  Clock::time_point exit_fail_at_;  // when exit_seen_ fails the transport
+  std::unique_ptr<tcp::PacedExitWatch> exit_watch_;  // null with TIDEGATE_EXIT_WATCH=off
   std::atomic<bool> woken_{false};
 };
 

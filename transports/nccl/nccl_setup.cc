@@ -184,7 +184,13 @@ Status NcclTransport::create(const TransportContext& context, std::unique_ptr<Tr
   TG_CHECK_ARG(context.store != nullptr, "the nccl transport needs the bootstrap store");
   int device = 0;
   TG_RETURN_IF_ERROR(agree_on_usability(context, choose_device(context, &device), device));
+  std::unique_ptr<tcp::PacedExitWatch> exit_watch;
+  if (context.config != nullptr && context.config->exit_watch()) {
+    TG_CHECK_ARG(context.secret != nullptr, "the nccl transport's exit watch needs the job secret");
+    TG_RETURN_IF_ERROR(tcp::PacedExitWatch::start(context, "nccl", &exit_watch));
+  }
   std::unique_ptr<NcclTransport> transport(new NcclTransport(context, device));
+  transport->exit_watch_ = std::move(exit_watch);
   {
     std::lock_guard<std::mutex> lock(transport->mutex_);
     TG_RETURN_IF_ERROR(transport->init(context));

@@ -67,6 +67,9 @@ Status NcclTransport::close(Deadline deadline) {
   const DeviceGuard device_guard(device_);
   if (closed_) return Status::ok();
   closed_ = true;
+  // Before anything else: peers still finishing their own transfers must not read this
+  // rank's closing connections as its process ending.
+  if (exit_watch_) exit_watch_->say_goodbye();
   // A failed transport has nothing to flush (its communicators are aborted already).
   Status result = failed_.is_ok() ? finish(deadline) : Status::ok();
   abort_comms();  // whatever did not finalize cleanly
@@ -103,6 +106,7 @@ Status NcclTransport::finish(Deadline deadline) {
 NcclTransport::~NcclTransport() {
   std::lock_guard<std::mutex> lock(mutex_);
   const DeviceGuard device_guard(device_);
+  if (exit_watch_) exit_watch_->say_goodbye();  // a normal end, not an exit (idempotent)
   abort_comms();  // a transport destroyed without close() (or after a failed creation)
   release_resources();
 }

@@ -218,6 +218,8 @@ Status NcclTransport::step(bool* moved) {
   for (auto& entry : ops_) {
     if (st.is_ok()) st = poll_done(entry.second, moved);
   }
+  // After the events, so that what a dead peer sent before it died is taken first.
+  if (st.is_ok() && exit_watch_) st = exit_watch_->poll(Clock::now());
   if (!st.is_ok()) fail(st);
   return failed_;
 }

@@ -39,6 +39,12 @@
 // ncclAllReduce / ncclAllGather / ncclReduceScatter posted, so on a mismatch no rank posts it
 // and every rank fails the op with the same error (the communicator stays usable).
 //
+// A killed peer: NCCL does not reliably report a rank whose process died (its kernels may
+// wait on the dead peer's memory or socket until the deadline), so with TIDEGATE_EXIT_WATCH=on
+// (the default) the transport holds a tcp::PacedExitWatch (transports/tcp/paced_exit_watch.h),
+// as the mpi transport does: one idle TCP connection per peer, looked at in step(); a peer
+// whose process ended fails the transport, naming it, a short grace after it is seen.
+//
 // Completion: a transfer is done when the CUDA events recorded after its NCCL work completed
 // (cudaEventQuery), never when the work was merely enqueued.
 //
@@ -61,6 +67,7 @@
 #include <vector>
 
 #include "base/transport.h"
+#include "transports/tcp/paced_exit_watch.h"
 
 namespace tidegate {
 
@@ -222,6 +229,7 @@ class NcclTransport final : public Transport {
   Handle next_handle_ = 1;
   Status failed_;
   bool closed_ = false;
+  std::unique_ptr<tcp::PacedExitWatch> exit_watch_;  // null with TIDEGATE_EXIT_WATCH=off
   std::atomic<bool> abort_requested_{false};
   std::atomic<bool> woken_{false};
   std::mutex wake_mutex_;
