@@ -119,6 +119,11 @@ TG_VECTOR_CLONES void add_floats(const float* TG_RESTRICT src, int64_t n, float*
   for (int64_t i = 0; i < n; ++i) dst[i] += src[i];
 }
 
+TG_VECTOR_CLONES void add_floats_into(const float* TG_RESTRICT a, const float* TG_RESTRICT b,
+                                      int64_t n, float* TG_RESTRICT dst) {
+  for (int64_t i = 0; i < n; ++i) dst[i] = a[i] + b[i];
+}
+
 void load_floats(const TensorView& t, int64_t offset, int64_t n, float* dst) {
   switch (t.dtype) {
     case TIDEGATE_FLOAT64:

@@ -43,5 +43,8 @@ inline const float* floats_at(const TensorView& t, int64_t offset, int64_t n, fl
 
 // dst[i] += src[i] (float32), vectorised.
 void add_floats(const float* src, int64_t n, float* dst);
+// dst[i] = a[i] + b[i] (float32), vectorised: the same bits as copying a and adding b, in one
+// pass over memory instead of two.
+void add_floats_into(const float* a, const float* b, int64_t n, float* dst);
 
 }  // namespace tidegate

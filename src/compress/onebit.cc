@@ -15,6 +15,7 @@
 #include "compress/bucketed_codec.h"
 #include "compress/codec_spec.h"
 #include "compress/lane_reduce.h"
+#include "compress/sign_bits.h"
 
 namespace tidegate {
 
@@ -55,7 +56,6 @@ TG_VECTOR_CLONES int64_t onebit_encode(const float* x, int64_t n, int64_t bucket
 
 TG_VECTOR_CLONES void onebit_decode(const uint8_t* scales, const uint8_t* packed, int64_t n,
                                     int64_t bucket, float* TG_RESTRICT out, bool add) {
-  uint8_t codes[kSubBlock];
   for (int64_t first = 0, b = 0; first < n; first += bucket, ++b) {
     float means[2];
     std::memcpy(means, scales + b * sizeof means, sizeof means);
@@ -63,13 +63,7 @@ TG_VECTOR_CLONES void onebit_decode(const uint8_t* scales, const uint8_t* packed
     const int64_t end = n - first < bucket ? n : first + bucket;
     for (int64_t offset = first; offset < end; offset += kSubBlock) {
       const int64_t m = end - offset < kSubBlock ? end - offset : kSubBlock;
-      unpack_codes(packed + offset / 8, m, 1, codes);
-      float* o = out + offset;
-      if (add) {
-        for (int64_t j = 0; j < m; ++j) o[j] += codes[j] ? negative : positive;
-      } else {
-        for (int64_t j = 0; j < m; ++j) o[j] = codes[j] ? negative : positive;
-      }
+      unpack_choices(packed + offset / 8, m, positive, negative, out + offset, add);
     }
   }
 }

@@ -2,26 +2,25 @@
 // x < 0 (so -0 and +0 vote +1); decode() gives +1 or -1.
 //
 // Payloads are summable: a signsgd payload is, for each element, the number of negative votes
-// among `voters` payloads, width bits_for(voters) bits each. An encoded payload is the case
-// voters = 1 (1 bit: 1 = negative). sum_payloads() adds the counts of two payloads (voters add
-// up); decoding a summed payload gives the majority vote: -1 when negative votes are more than
-// half, +1 when fewer, 0 on a tie.
-//   PayloadHeader (codec, dtype, count) | u32 voters | u8 width | 3 zero bytes | counts
+// among `voters` payloads, width bits_for(voters) bits each, stored as `width` bit planes
+// (vote_planes.h: plane b holds bit b of every count). An encoded payload is the case
+// voters = 1 (one plane: 1 = negative). sum_payloads() adds the counts of two payloads (voters
+// add up); decoding a summed payload gives the majority vote: -1 when negative votes are more
+// than half, +1 when fewer, 0 on a tie.
+//   PayloadHeader (codec, dtype, count) | u32 voters | u8 width | 3 zero bytes | planes
 // Spec: signsgd (no parameters). Deterministic; biased, so it asks for error feedback.
 #include <algorithm>
-#include <array>
 #include <cstring>
 #include <memory>
 #include <string>
 #include <vector>
 
-#include "compress/bitpack.h"
 #include "compress/codec_spec.h"
 #include "compress/float_io.h"
 #include "compress/parallel.h"
 #include "compress/payload.h"
 #include "compress/sign_bits.h"
-#include "compress/simd.h"
+#include "compress/vote_planes.h"
 #include "numeric/half.h"
 
 namespace tidegate {
@@ -32,40 +31,9 @@ constexpr int64_t kChunk = kSignBlock;
 constexpr size_t kParamBytes = 8;
 constexpr uint32_t kMaxVoters = uint32_t{1} << 31;
 
-// Vote counts of `width` bits: up to 255 voters (width <= 8) through the byte-code fast path
-// (pack_codes / unpack_codes), beyond that through the general bit packer. Both read and write
-// the same stream.
-void unpack_counts(const uint8_t* in, int64_t n, unsigned width, uint32_t* counts) {
-  if (width > 8) {
-    unpack_bits(in, n, width, counts);
-    return;
-  }
-  uint8_t codes[kChunk];
-  unpack_codes(in, n, width, codes);
-  for (int64_t i = 0; i < n; ++i) counts[i] = codes[i];
-}
-
-void pack_counts(const uint32_t* counts, int64_t n, unsigned width, uint8_t* out) {
-  if (width > 8) {
-    pack_bits(counts, n, width, out);
-    return;
-  }
-  uint8_t codes[kChunk];
-  for (int64_t i = 0; i < n; ++i) codes[i] = static_cast<uint8_t>(counts[i]);
-  pack_codes(codes, n, width, out);
-}
-
-// The largest of n byte codes (vectorised).
-uint8_t max_code(const uint8_t* codes, int64_t n) {
-  uint8_t most = 0;
-  for (int64_t i = 0; i < n; ++i) most = codes[i] > most ? codes[i] : most;
-  return most;
-}
-
 struct Votes {
   uint32_t voters = 0;
-  unsigned width = 0;
-  const uint8_t* counts = nullptr;
+  vote_planes::Planes planes;
 };
 
 class SignSgdCodec final : public Codec {
@@ -99,11 +67,10 @@ class SignSgdCodec final : public Codec {
 
  private:
   static size_t votes_bytes(int64_t count, uint32_t voters) {
-    return kPayloadHeaderBytes + kParamBytes +
-           packed_bytes(static_cast<uint64_t>(count), bits_for(voters));
+    return kPayloadHeaderBytes + kParamBytes + vote_planes::planes_bytes(count, bits_for(voters));
   }
   Status parse(const uint8_t* payload, size_t bytes, int64_t count, Votes* votes) const;
-  Status check_counts(const Votes& votes, int64_t count) const;
+  Status check_counts(const Votes& votes) const;
   Status decode_into(const uint8_t* payload, size_t bytes, const TensorView& output,
                      bool add) const;
 };
@@ -152,43 +119,26 @@ Status SignSgdCodec::parse(const uint8_t* payload, size_t bytes, int64_t count,
                           " voters and width " + std::to_string(width) +
                           " (voters must be 1..2^31, width bits_for(voters))");
   }
-  votes->width = width;
-  const size_t data = packed_bytes(static_cast<uint64_t>(count), width);
+  const size_t data = vote_planes::planes_bytes(count, width);
   if (reader.remaining() != data) {
     return protocol_error("signsgd payload is " + std::to_string(bytes) + " bytes; " +
                           std::to_string(count) + " elements need exactly " +
                           std::to_string(votes_bytes(count, votes->voters)));
   }
-  return reader.take(data, &votes->counts);
+  votes->planes.count = count;
+  votes->planes.width = width;
+  return reader.take(data, &votes->planes.data);
 }
 
 // Counts above the number of voters cannot come from an encoder or a sum.
-Status SignSgdCodec::check_counts(const Votes& votes, int64_t count) const {
+Status SignSgdCodec::check_counts(const Votes& votes) const {
   if (votes.voters == 1) return Status::ok();  // every 1-bit count is valid
-  if (votes.width <= 8) {
-    uint8_t codes[kChunk];
-    for (int64_t first = 0; first < count; first += kChunk) {
-      const int64_t n = std::min(kChunk, count - first);
-      unpack_codes(votes.counts + static_cast<size_t>(first / 8) * votes.width, n, votes.width,
-                   codes);
-      if (max_code(codes, n) > votes.voters) break;  // found below, with its element
-      if (first + n >= count) return Status::ok();
-    }
-  }
-  uint32_t values[kChunk];
-  for (int64_t first = 0; first < count; first += kChunk) {
-    const int64_t n = std::min(kChunk, count - first);
-    unpack_counts(votes.counts + static_cast<size_t>(first / 8) * votes.width, n, votes.width,
-                  values);
-    for (int64_t i = 0; i < n; ++i) {
-      if (values[i] > votes.voters) {
-        return protocol_error("signsgd payload counts " + std::to_string(values[i]) +
-                              " negative votes of " + std::to_string(votes.voters) +
-                              " voters at element " + std::to_string(first + i));
-      }
-    }
-  }
-  return Status::ok();
+  uint64_t value = 0;
+  const int64_t element = vote_planes::first_count_above(votes.planes, votes.voters, &value);
+  if (element < 0) return Status::ok();
+  return protocol_error("signsgd payload counts " + std::to_string(value) + " negative votes of " +
+                        std::to_string(votes.voters) + " voters at element " +
+                        std::to_string(element));
 }
 
 Status SignSgdCodec::decode_into(const uint8_t* payload, size_t bytes, const TensorView& output,
@@ -196,40 +146,24 @@ Status SignSgdCodec::decode_into(const uint8_t* payload, size_t bytes, const Ten
   TG_RETURN_IF_ERROR(check_codec_tensor(id(), output, "output"));
   Votes votes;
   TG_RETURN_IF_ERROR(parse(payload, bytes, output.count, &votes));
-  TG_RETURN_IF_ERROR(check_counts(votes, output.count));  // before writing: no half-added output
+  TG_RETURN_IF_ERROR(check_counts(votes));  // before writing: no half-added output
   float values[kChunk];
-  uint32_t counts[kChunk];
+  uint8_t negative[kChunk / 8], tie[kChunk / 8];
   const bool direct = output.dtype == TIDEGATE_FLOAT32;
-  std::array<float, 256> vote_table{};
-  for (uint32_t c = 0; c < 256 && c <= votes.voters; ++c) {
-    const uint64_t twice = uint64_t{c} * 2;
-    vote_table[c] = twice > votes.voters ? -1.0f : (twice < votes.voters ? 1.0f : 0.0f);
-  }
+  // -1 where the negative votes are more than half (count > voters / 2, rounded down); a tie
+  // (count == voters / 2 exactly) only where the voters are even.
+  const uint64_t half = votes.voters / 2;
+  const bool ties_possible = votes.voters % 2 == 0;
   for (int64_t first = 0; first < output.count; first += kChunk) {
     const int64_t n = std::min(kChunk, output.count - first);
-    const uint8_t* packed = votes.counts + static_cast<size_t>(first / 8) * votes.width;
     float* out = direct ? static_cast<float*>(output.data) + first : values;
     const bool add_here = direct && add;
     if (votes.voters == 1) {
-      unpack_signs(packed, n, 1.0f, out, add_here);
-    } else if (votes.width <= 8) {
-      // The vote of every possible count, looked up: no branch per element.
-      uint8_t codes[kChunk];
-      unpack_codes(packed, n, votes.width, codes);
-      const float* vote = vote_table.data();
-      if (add_here) {
-        for (int64_t i = 0; i < n; ++i) out[i] += vote[codes[i]];
-      } else {
-        for (int64_t i = 0; i < n; ++i) out[i] = vote[codes[i]];
-      }
+      unpack_signs(votes.planes.data + first / 8, n, 1.0f, out, add_here);
     } else {
-      unpack_counts(packed, n, votes.width, counts);
-      const uint64_t voters = votes.voters;
-      for (int64_t i = 0; i < n; ++i) {
-        const uint64_t twice = uint64_t{counts[i]} * 2;
-        const float v = twice > voters ? -1.0f : (twice < voters ? 1.0f : 0.0f);
-        out[i] = add_here ? out[i] + v : v;
-      }
+      vote_planes::compare(votes.planes, first, n, half, negative, tie);
+      if (!ties_possible) std::memset(tie, 0, sizeof tie);
+      unpack_votes(negative, tie, n, out, add_here);
     }
     if (!direct) store_floats(values, n, output, first, add);
   }
@@ -250,35 +184,15 @@ Status SignSgdCodec::sum_payloads(const uint8_t* a, size_t a_bytes, const uint8_
   TG_CHECK_ARG(capacity >= total,
                "signsgd sum_payloads: output capacity " + std::to_string(capacity) +
                    " is below max_summed_payload_bytes " + std::to_string(total));
-  TG_RETURN_IF_ERROR(check_counts(va, like.count));
-  TG_RETURN_IF_ERROR(check_counts(vb, like.count));
+  TG_RETURN_IF_ERROR(check_counts(va));  // so that every sum fits in `width` bits
+  TG_RETURN_IF_ERROR(check_counts(vb));
   PayloadWriter writer(out, capacity);
   writer.header({id(), static_cast<uint8_t>(like.dtype), 0, like.count});
   writer.put<uint32_t>(static_cast<uint32_t>(voters));
   writer.put<uint32_t>(width);  // width and three zero bytes
-  uint8_t* counts = writer.claim(packed_bytes(static_cast<uint64_t>(like.count), width));
+  uint8_t* planes = writer.claim(vote_planes::planes_bytes(like.count, width));
   TG_RETURN_IF_ERROR(writer.status());
-  if (width <= 8) {
-    // Both inputs are narrower than the sum: byte codes added without widening.
-    uint8_t ca[kChunk], cb[kChunk];
-    for (int64_t first = 0; first < like.count; first += kChunk) {
-      const int64_t n = std::min(kChunk, like.count - first);
-      unpack_codes(va.counts + static_cast<size_t>(first / 8) * va.width, n, va.width, ca);
-      unpack_codes(vb.counts + static_cast<size_t>(first / 8) * vb.width, n, vb.width, cb);
-      for (int64_t i = 0; i < n; ++i) ca[i] = static_cast<uint8_t>(ca[i] + cb[i]);
-      pack_codes(ca, n, width, counts + static_cast<size_t>(first / 8) * width);
-    }
-    *written = writer.size();
-    return Status::ok();
-  }
-  uint32_t ca[kChunk], cb[kChunk];
-  for (int64_t first = 0; first < like.count; first += kChunk) {
-    const int64_t n = std::min(kChunk, like.count - first);
-    unpack_counts(va.counts + static_cast<size_t>(first / 8) * va.width, n, va.width, ca);
-    unpack_counts(vb.counts + static_cast<size_t>(first / 8) * vb.width, n, vb.width, cb);
-    for (int64_t i = 0; i < n; ++i) ca[i] += cb[i];
-    pack_counts(ca, n, width, counts + static_cast<size_t>(first / 8) * width);
-  }
+  vote_planes::add(va.planes, vb.planes, width, planes);
   *written = writer.size();
   return Status::ok();
 }

@@ -177,7 +177,8 @@ TEST(CodecContract, SizesBeyondTwoToTheThirtyOneAreExact) {
               16 + 8 + (u + 511) / 512 * 4 + (u * 4 + 7) / 8);
     EXPECT_EQ(make("maxmin:bits=3,bucket=64")->max_payload_bytes(like),
               16 + 8 + (u + 63) / 64 * 8 + (u * 3 + 7) / 8);
-    EXPECT_EQ(make("signsgd")->max_summed_payload_bytes(like, 1000), 16 + 8 + (u * 10 + 7) / 8);
+    // 1000 voters: counts of 10 bits, as 10 bit planes of ceil(n / 8) bytes
+    EXPECT_EQ(make("signsgd")->max_summed_payload_bytes(like, 1000), 16 + 8 + 10 * ((u + 7) / 8));
   }
 }
 

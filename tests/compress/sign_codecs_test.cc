@@ -1,6 +1,7 @@
 // signsgd (with summable vote payloads) and efsign against their references.
 #include <gtest/gtest.h>
 
+#include "compress/payload.h"
 #include "quantiser_reference.h"
 
 namespace tidegate {
@@ -78,9 +79,11 @@ TEST(SignSgd, VotePayloadsAreValidated) {
                   ->sum_payloads(one.data(), one.size(), one.data(), one.size(), view_of(like),
                                  two.data(), two.size(), &written)
                   .is_ok());
-  // Width 2 for 2 voters; a count of 3 negative votes is impossible.
+  // Width 2 for 2 voters, as two bit planes of 2 bytes after the 24-byte prefix; a count of 3
+  // negative votes (both planes' bits set) is impossible.
   std::vector<uint8_t> bad = two;
-  bad[24] = 0xff;
+  bad[24] = 0xff;  // plane 0, elements 0-7
+  bad[26] = 0x01;  // plane 1, element 0: its count is 3
   std::vector<float> out(16, 5.0f);
   EXPECT_TRUE(
       is_error(codec->decode_add(bad.data(), bad.size(), view_of(out)), TIDEGATE_ERR_PROTOCOL));
@@ -96,6 +99,82 @@ TEST(SignSgd, VotePayloadsAreValidated) {
   EXPECT_TRUE(is_error(make("qsgd")->sum_payloads(one.data(), one.size(), one.data(), one.size(),
                                                   view_of(like), two.data(), two.size(), &written),
                        TIDEGATE_ERR_UNSUPPORTED));
+}
+
+// Sums of many voters (counts wider than a byte: width 9 for 300 voters), built as a tree the
+// way owners combine them, decode to the majority of a plain count; a payload is 24 bytes of
+// prefix plus `width` planes of ceil(n / 8) bytes.
+TEST(SignSgd, SumsOfManyVotersDecodeToTheCountedMajority) {
+  auto codec = make("signsgd");
+  constexpr int64_t n = 777;  // not a multiple of 8 or 64: the planes' last words are partial
+  std::vector<float> like(n);
+  for (int voters : {2, 3, 4, 5, 8, 255, 256, 300}) {
+    std::vector<std::vector<float>> workers;
+    for (int w = 0; w < voters; ++w) workers.push_back(gradient(n, 1000 + static_cast<uint64_t>(w)));
+    std::vector<std::pair<std::vector<uint8_t>, int64_t>> level;
+    for (auto& x : workers) level.push_back({encode(*codec, view_of(x)), 1});
+    while (level.size() > 1) {
+      std::vector<std::pair<std::vector<uint8_t>, int64_t>> next;
+      for (size_t i = 0; i + 1 < level.size(); i += 2) {
+        const int64_t parties = level[i].second + level[i + 1].second;
+        std::vector<uint8_t> out(codec->max_summed_payload_bytes(view_of(like), parties));
+        size_t written = 0;
+        ASSERT_TRUE(codec
+                        ->sum_payloads(level[i].first.data(), level[i].first.size(),
+                                       level[i + 1].first.data(), level[i + 1].first.size(),
+                                       view_of(like), out.data(), out.size(), &written)
+                        .is_ok());
+        ASSERT_EQ(written, out.size());
+        next.push_back({out, parties});
+      }
+      if (level.size() % 2 == 1) next.push_back(level.back());
+      level = std::move(next);
+    }
+    const size_t width = tidegate::bits_for(static_cast<uint64_t>(voters));
+    ASSERT_EQ(level[0].first.size(), 24 + width * ((n + 7) / 8)) << voters;
+    std::vector<float> y(n, 0.5f);
+    ASSERT_TRUE(codec->decode_add(level[0].first.data(), level[0].first.size(), view_of(y)).is_ok());
+    for (int64_t i = 0; i < n; ++i) {
+      int negatives = 0;
+      for (const auto& x : workers) negatives += x[static_cast<size_t>(i)] < 0;
+      const float majority =
+          2 * negatives > voters ? -1.0f : (2 * negatives < voters ? 1.0f : 0.0f);
+      ASSERT_EQ(y[static_cast<size_t>(i)], 0.5f + majority) << voters << " voters, element " << i;
+    }
+  }
+}
+
+// A count above the voters is named with its element and value; bits past the last element
+// in a plane's last byte are not counts and are ignored.
+TEST(SignSgd, ACountAboveTheVotersIsNamedAndPaddingBitsAreIgnored) {
+  auto codec = make("signsgd");
+  constexpr int64_t n = 70;  // planes of 9 bytes: bits 70-71 of the last byte are padding
+  std::vector<float> like(n);
+  const auto one = encode(*codec, view_of(like));  // every vote positive: all counts 0
+  std::vector<uint8_t> five(codec->max_summed_payload_bytes(view_of(like), 5));
+  std::vector<uint8_t> two(codec->max_summed_payload_bytes(view_of(like), 2)), four = five;
+  size_t written = 0;
+  ASSERT_TRUE(codec->sum_payloads(one.data(), one.size(), one.data(), one.size(), view_of(like),
+                                  two.data(), two.size(), &written).is_ok());
+  ASSERT_TRUE(codec->sum_payloads(two.data(), two.size(), two.data(), two.size(), view_of(like),
+                                  four.data(), four.size(), &written).is_ok());
+  ASSERT_EQ(written, 24u + 3 * 9);  // 4 voters: width 3
+  std::vector<uint8_t> padded = four;
+  for (int plane = 0; plane < 3; ++plane) padded[24 + 9 * plane + 8] |= 0xc0;  // counts 7 there
+  std::vector<float> out(n, 2.0f);
+  ASSERT_TRUE(codec->decode(padded.data(), padded.size(), view_of(out)).is_ok());
+  EXPECT_EQ(out, std::vector<float>(n, 1.0f));
+  std::vector<uint8_t> bad = four;
+  bad[24 + 9 * 0 + 8] |= 0x01;  // element 64: plane 0 ...
+  bad[24 + 9 * 2 + 8] |= 0x01;  // ... and plane 2: count 5 of 4 voters
+  const Status st = codec->decode(bad.data(), bad.size(), view_of(out));
+  ASSERT_TRUE(is_error(st, TIDEGATE_ERR_PROTOCOL));
+  EXPECT_NE(st.message().find("counts 5 negative votes of 4 voters at element 64"),
+            std::string::npos)
+      << st.message();
+  EXPECT_TRUE(is_error(codec->sum_payloads(bad.data(), bad.size(), one.data(), one.size(),
+                                           view_of(like), five.data(), five.size(), &written),
+                       TIDEGATE_ERR_PROTOCOL));
 }
 
 TEST(EfSign, PayloadIsScaleAndSignBits) {

@@ -85,13 +85,19 @@ Status load_compensated(const CompressedOp& op, int64_t offset, int64_t n, float
     *values = static_cast<const float*>(op.input.data) + offset;
     return Status::ok();
   }
-  load_floats(op.input, offset, n, scratch);
   *values = scratch;
-  if (!op.error_feedback) return Status::ok();
   float* all = nullptr;
-  TG_RETURN_IF_ERROR(op.state->sender().float_residual(op.key, op.count(), &all));
-  *residual = all + offset;
-  add_floats(*residual, n, scratch);
+  if (op.error_feedback) {
+    TG_RETURN_IF_ERROR(op.state->sender().float_residual(op.key, op.count(), &all));
+    *residual = all + offset;
+  }
+  if (*residual != nullptr && op.input.dtype == TIDEGATE_FLOAT32) {
+    // input + residual in one pass (the same sum, bit for bit, as loading then adding)
+    add_floats_into(static_cast<const float*>(op.input.data) + offset, *residual, n, scratch);
+    return Status::ok();
+  }
+  load_floats(op.input, offset, n, scratch);
+  if (*residual != nullptr) add_floats(*residual, n, scratch);
   return Status::ok();
 }
 
