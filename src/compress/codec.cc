@@ -76,6 +76,11 @@ Status Codec::decode_subtract(const uint8_t*, size_t, const TensorView&) const {
                      " does not decode sparse: subtract a dense decode instead");
 }
 
+Status Codec::condense_sum(const uint8_t*, size_t, const TensorView&, uint8_t*, size_t,
+                           size_t*) const {
+  return unsupported(std::string("codec ") + codec_name(id()) + " has no condensed sums");
+}
+
 size_t Codec::max_summed_payload_bytes(const TensorView& like, int64_t parties) const {
   return payloads_summable() && parties == 1 ? max_payload_bytes(like) : 0;
 }

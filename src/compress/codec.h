@@ -133,6 +133,18 @@ class Codec {
   // Exact upper bound of the size of a sum of `parties` encoded payloads (parties >= 1);
   // max_payload_bytes(like) for parties == 1, 0 when !payloads_summable().
   virtual size_t max_summed_payload_bytes(const TensorView& like, int64_t parties) const;
+
+  // For summable codecs whose sum means less than it holds (signsgd: the majority needs one or
+  // two bits per element, the counts log2(parties + 1)): rewrites a final sum (from
+  // sum_payloads(), or an encoding when parties == 1) as a payload that decodes to the same
+  // bits in fewer bytes, for a sum that is sent on but no longer summed (the owners' allgather
+  // of the summable allreduce). The condensed payload can be decoded, not summed. Errors:
+  // UNSUPPORTED when max_condensed_payload_bytes() is 0, PROTOCOL for a malformed sum,
+  // INVALID_ARGUMENT when capacity is below max_condensed_payload_bytes(like, its parties).
+  virtual Status condense_sum(const uint8_t* sum, size_t bytes, const TensorView& like,
+                              uint8_t* out, size_t capacity, size_t* written) const;
+  // Exact upper bound of a condensed sum of `parties` payloads; 0 when the codec has none.
+  virtual size_t max_condensed_payload_bytes(const TensorView&, int64_t) const { return 0; }
 };
 
 // Parses a spec string ("none", "fp16", "topk:ratio=0.01", "qsgd:bits=4,bucket=512", ...) and

@@ -1,6 +1,8 @@
 // signsgd (with summable vote payloads) and efsign against their references.
 #include <gtest/gtest.h>
 
+#include <cstring>
+
 #include "compress/payload.h"
 #include "quantiser_reference.h"
 
@@ -175,6 +177,72 @@ TEST(SignSgd, ACountAboveTheVotersIsNamedAndPaddingBitsAreIgnored) {
   EXPECT_TRUE(is_error(codec->sum_payloads(bad.data(), bad.size(), one.data(), one.size(),
                                            view_of(like), five.data(), five.size(), &written),
                        TIDEGATE_ERR_PROTOCOL));
+}
+
+// What an owner gathers: the sum condensed to its decision decodes to the same bits as the
+// sum, in 1 (odd voters) or 2 (even voters) planes, and is not summed again.
+TEST(SignSgd, ACondensedSumDecodesLikeTheSumInOneOrTwoPlanes) {
+  auto codec = make("signsgd");
+  constexpr int64_t n = 777;
+  std::vector<float> like(n);
+  std::vector<uint8_t> sum = encode(*codec, view_of(like));
+  for (int voters = 1; voters <= 9; ++voters) {
+    if (voters > 1) {
+      std::vector<float> x = gradient(n, 500 + static_cast<uint64_t>(voters));
+      const auto next = encode(*codec, view_of(x));
+      std::vector<uint8_t> out(codec->max_summed_payload_bytes(view_of(like), voters));
+      size_t written = 0;
+      ASSERT_TRUE(codec->sum_payloads(sum.data(), sum.size(), next.data(), next.size(),
+                                      view_of(like), out.data(), out.size(), &written)
+                      .is_ok());
+      sum = out;
+    }
+    const size_t bound = codec->max_condensed_payload_bytes(view_of(like), voters);
+    const size_t planes = voters == 1 ? 1 : (voters % 2 == 0 ? 2 : 1);
+    ASSERT_EQ(bound, 24 + planes * ((n + 7) / 8)) << voters;
+    std::vector<uint8_t> condensed(bound);
+    size_t written = 0;
+    ASSERT_TRUE(codec->condense_sum(sum.data(), sum.size(), view_of(like), condensed.data(),
+                                    condensed.size(), &written)
+                    .is_ok());
+    ASSERT_EQ(written, bound);
+    if (voters == 1) EXPECT_EQ(condensed, sum) << "one vote is its own decision";
+    for (bool add : {false, true}) {
+      std::vector<float> from_sum(n, 0.25f), from_condensed(n, 0.25f);
+      auto run = [&](const std::vector<uint8_t>& p, std::vector<float>& o) {
+        return add ? codec->decode_add(p.data(), p.size(), view_of(o))
+                   : codec->decode(p.data(), p.size(), view_of(o));
+      };
+      ASSERT_TRUE(run(sum, from_sum).is_ok());
+      ASSERT_TRUE(run(condensed, from_condensed).is_ok());
+      ASSERT_EQ(0, std::memcmp(from_sum.data(), from_condensed.data(), n * sizeof(float)))
+          << voters << " voters, add " << add;
+    }
+    if (voters >= 2) {
+      std::vector<uint8_t> out(codec->max_summed_payload_bytes(view_of(like), voters + 1));
+      EXPECT_TRUE(is_error(codec->sum_payloads(condensed.data(), condensed.size(), sum.data(),
+                                               sum.size(), view_of(like), out.data(),
+                                               out.size(), &written),
+                           TIDEGATE_ERR_PROTOCOL))
+          << "a decision is not a count";
+    }
+    if (voters == 4) {  // negative and tied at once cannot come from a condensed sum
+      std::vector<uint8_t> bad = condensed;
+      bad[24 + 3] |= 0x20;                // element 29 negative ...
+      bad[24 + (n + 7) / 8 + 3] |= 0x20;  // ... and tied
+      std::vector<float> o(n, 7.0f);
+      const Status st = codec->decode_add(bad.data(), bad.size(), view_of(o));
+      ASSERT_TRUE(is_error(st, TIDEGATE_ERR_PROTOCOL));
+      EXPECT_NE(st.message().find("both negative and tied at element 29"), std::string::npos)
+          << st.message();
+      EXPECT_EQ(o, std::vector<float>(n, 7.0f));
+    }
+  }
+  // Width 0 (a decision) needs at least two voters.
+  std::vector<uint8_t> one = encode(*codec, view_of(like));
+  one[20] = 0;
+  std::vector<float> o(n);
+  EXPECT_TRUE(is_error(codec->decode(one.data(), one.size(), view_of(o)), TIDEGATE_ERR_PROTOCOL));
 }
 
 TEST(EfSign, PayloadIsScaleAndSignBits) {

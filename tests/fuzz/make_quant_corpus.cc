@@ -1,7 +1,7 @@
 // Writes the seed corpora of the quantiser fuzz targets (corpus/<codec>_decode/): payloads
 // encoded from a few small tensors (several buckets, a short last bucket, zeros, float16 input,
-// a two-voter signsgd sum) and a few damaged ones. Deterministic: rerunning gives the same
-// files. Usage: make_quant_corpus <tests/fuzz/corpus directory>
+// a two-voter signsgd sum and its condensed decision) and a few damaged ones. Deterministic:
+// rerunning gives the same files. Usage: make_quant_corpus <tests/fuzz/corpus directory>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -91,6 +91,14 @@ int main(int argc, char** argv) {
       }
       sum.resize(written);
       write(out + "valid_votes_2", sum);
+      std::vector<uint8_t> decided(codec->max_condensed_payload_bytes(like, 2));
+      if (!codec->condense_sum(sum.data(), sum.size(), like, decided.data(), decided.size(),
+                               &written)
+               .is_ok()) {
+        return 1;
+      }
+      decided.resize(written);
+      write(out + "valid_decided_2", decided);
     }
   }
   return 0;

@@ -141,7 +141,8 @@ class BlockReduceTask : public CollectiveTask {
   size_t gathered_bound(int64_t length) const {
     if (combine_ == BlockCombine::kDecodeAndReencode) return payload_bound(*op_.codec, length);
     TensorView like = float_view(static_cast<float*>(nullptr), length);
-    return op_.codec->max_summed_payload_bytes(like, op_.size);
+    const size_t condensed = op_.codec->max_condensed_payload_bytes(like, op_.size);
+    return condensed > 0 ? condensed : op_.codec->max_summed_payload_bytes(like, op_.size);
   }
 
   // Encodes input + sender residual of [segment.offset, +length) into *payload (error feedback
@@ -292,6 +293,15 @@ class BlockReduceTask : public CollectiveTask {
                                                 next.data(), capacity, &next.size);
         if (!summed.is_ok()) return contribution_error(r, s, summed);
       }
+      *out = std::move(next);
+    }
+    // What is gathered is only decoded: the codec's condensed form of the sum, where it has
+    // one (signsgd: the decision, 2 bits per element where the counts take log2(P + 1)).
+    const size_t condensed = op_.codec->max_condensed_payload_bytes(like, op_.size);
+    if (condensed > 0) {
+      PooledBuffer next = pool.take(condensed);
+      TG_RETURN_IF_ERROR(op_.codec->condense_sum(out->data(), out->size, like, next.data(),
+                                                 condensed, &next.size));
       *out = std::move(next);
     }
     float* decoded = result_slot(op_, segment.offset, decoded_.data());
