@@ -58,6 +58,11 @@ double CodecPlan::cost(const CodecChoice& choice, int64_t bytes) const {
     if (entry == nullptr) return -1;
     return plan_choice_cost(inputs_, entry->ranked.front(), OpKind::kAllreduce, bytes);
   }
+  return compressed_cost(inputs_, choice, bytes);
+}
+
+double CodecPlan::compressed_cost(const PlanInputs& inputs_, const CodecChoice& choice,
+                                  int64_t bytes) {
   const TransportFigures* link = inputs_.profile.find(choice.transport);
   if (link == nullptr) return -1;
   CostQuery query{OpKind::kAllreduce, bytes, inputs_.size};
@@ -77,6 +82,28 @@ double CodecPlan::cost(const CodecChoice& choice, int64_t bytes) const {
   if (us < 0 || !std::isfinite(us)) return -1;
   if (inputs_.size == 1) us = 0.1;
   return us + identity_check_cost(inputs_);
+}
+
+int compressed_transport(const PlanInputs& inputs, const std::shared_ptr<const Codec>& codec,
+                         const AlgorithmRow* algorithm, int64_t bytes) {
+  std::vector<std::pair<int, double>> priced;  // host transports in table order
+  double cheapest = -1;
+  for (size_t t = 0; t < inputs.transports.size(); ++t) {
+    if (!inputs.transports[t].capabilities.host_memory) continue;
+    CodecChoice c;
+    c.codec = codec;
+    c.algorithm = algorithm;
+    c.transport_index = static_cast<int>(t);
+    c.transport = inputs.transports[t].name;
+    const double us = CodecPlan::compressed_cost(inputs, c, bytes);
+    if (us < 0) continue;
+    priced.emplace_back(static_cast<int>(t), us);
+    if (cheapest < 0 || us < cheapest) cheapest = us;
+  }
+  for (const auto& [index, us] : priced) {
+    if (us <= cheapest * kCompressedTransportTie) return index;
+  }
+  return -1;
 }
 
 Status CodecPlan::build(const PlanInputs& inputs, const Plan& dense,
@@ -159,6 +186,11 @@ Status CodecPlan::build(const PlanInputs& inputs, const Plan& dense,
     scored.emplace_back(dense_choice.predicted_us / kDenseMargin, dense_choice);
     for (const CodecChoice& candidate : candidates) {
       if (rule != nullptr && (rule->codec == nullptr || candidate.codec != rule->codec)) continue;
+      // One transport per codec and algorithm: the one a forced codec would run on.
+      if (candidate.transport_index !=
+          compressed_transport(inputs, candidate.codec, candidate.algorithm, bytes)) {
+        continue;
+      }
       // Without a probe (TIDEGATE_PROBE=off) nothing was measured: dense unless a rule says.
       if (rule == nullptr && inputs.use_size_rule) continue;
       const double us = built.cost(candidate, bytes);

@@ -57,8 +57,12 @@ class CodecPlan {
   const std::vector<CodecPlanEntry>& entries() const { return entries_; }
   const std::vector<std::shared_ptr<const Codec>>& allowed() const { return allowed_; }
 
-  // Predicted microseconds of `choice` for an allreduce of `bytes` (host memory).
+  // Predicted microseconds of `choice` for an allreduce of `bytes` (host memory); -1 when
+  // it cannot be priced.
   double cost(const CodecChoice& choice, int64_t bytes) const;
+  // The same for a compressed choice, from the inputs alone.
+  static double compressed_cost(const PlanInputs& inputs, const CodecChoice& choice,
+                                int64_t bytes);
 
   // Table: bytes, choice, predicted_us, runner-up; JSON: array of entries like Plan's with
   // "codec" in every choice ("none" for dense).
@@ -71,6 +75,19 @@ class CodecPlan {
   std::vector<std::shared_ptr<const Codec>> allowed_;
   std::vector<CodecPlanEntry> entries_;
 };
+
+// The host transport a compressed allreduce of `codec` with `algorithm` runs on for `bytes`:
+// the first in table order (tcp, tidegate's own, first) whose predicted time is within
+// kCompressedTransportTie of the cheapest; -1 when none can be priced. Why a wider tie than
+// the dense plan's 5%: the probe's bandwidth figures of one link differ by up to 15% between
+// transports from run to run (0.101-0.119 GB/s on the emulated 1 Gbit link), and a compressed
+// op is mostly computation, beside which a transport's own CPU use counts and is not modelled:
+// MPI's and UCX's polling progress took 113-133 ms where tcp took 87-98 ms for the same 64 MiB
+// sra+onebit and summable+signsgd ops (4 ranks on 2 cores, 1 Gbit). A transport that is
+// clearly faster (InfiniBand against TCP) still wins.
+inline constexpr double kCompressedTransportTie = 1.15;
+int compressed_transport(const PlanInputs& inputs, const std::shared_ptr<const Codec>& codec,
+                         const AlgorithmRow* algorithm, int64_t bytes);
 
 // The allow-list's canonical text ("fp16,qsgd:bits=4,bucket=512"): the key of its codec plan.
 std::string allow_list_text(const std::vector<std::shared_ptr<const Codec>>& allowed);

@@ -164,8 +164,14 @@ Status Planner::choose_compressed(const CollectiveArgs& args, const PlanEntry* e
       return unsupported("forced transport '" + args.force_transport +
                          "' is not one of this communicator's transports");
     }
-  } else if (entry != nullptr) {
-    index = entry->ranked.front().transport_index;
+  } else {
+    // Priced for the codec itself, not taken from the dense plan (codec_plan.h says why).
+    const int priced = compressed_transport(inputs_, args.compression.codec, row, plan_bytes(args));
+    if (priced >= 0) {
+      index = priced;
+    } else if (entry != nullptr) {
+      index = entry->ranked.front().transport_index;
+    }
   }
   if (!transports_[static_cast<size_t>(index)]->capabilities().host_memory) index = 0;
   *decision = {index, transports_[static_cast<size_t>(index)]->name(), row, 0.0};

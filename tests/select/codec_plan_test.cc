@@ -175,6 +175,51 @@ TEST(CodecPlan, SlowerCodecsLoseTheirPlace) {
   EXPECT_TRUE(top(built->codecs, 64 * kMiB).dense()) << built->codecs.to_table();
 }
 
+// The same link measured through three transports, the later ones `faster` times the first's
+// bandwidth: a compressed op stays on the first (tcp) unless another is clearly faster.
+PlanInputs three_transports(double faster) {
+  PlanInputs in = link_inputs(0.125);
+  TransportFigures first = in.profile.transports.front();
+  in.profile.transports.clear();
+  in.transports.clear();
+  for (const char* name : {"tcp", "mpi", "ucx"}) {
+    TransportFigures f = first;
+    f.transport = name;
+    if (std::string(name) != "tcp") f.bandwidth_GBps *= faster;
+    in.profile.transports.push_back(f);
+    TransportOffer offer;
+    offer.name = name;
+    offer.capabilities.host_memory = true;
+    in.transports.push_back(offer);
+  }
+  return in;
+}
+
+TEST(CodecPlan, CompressedOpsStayOnTheFirstTransportUnlessAnotherIsClearlyFaster) {
+  std::shared_ptr<const Codec> onebit = allow("onebit").front();
+  const AlgorithmRow* sra = default_compressed_algorithm(*onebit);
+  ASSERT_NE(sra, nullptr);
+  // 10% more bandwidth measured on mpi and ucx: within the probe's noise, tcp keeps it.
+  EXPECT_EQ(compressed_transport(three_transports(1.10), onebit, sra, 64 * kMiB), 0);
+  // Ten times the bandwidth (another fabric): the faster transport, the first of the two in
+  // table order.
+  EXPECT_EQ(compressed_transport(three_transports(10.0), onebit, sra, 64 * kMiB), 1);
+  // The auto plan ranks its codecs the same way: every one on tcp within the noise; on the
+  // fast fabric the compressed pick for a large tensor moves to it.
+  const auto near = build_ok(three_transports(1.10), allow(kThree));
+  for (const CodecPlanEntry& e : near->codecs.entries()) {
+    for (const CodecChoice& c : e.ranked) {
+      if (!c.dense()) EXPECT_EQ(c.transport, "tcp") << c.name();
+    }
+  }
+  PlanInputs fast_inputs = three_transports(10.0);
+  for (CodecFigures& f : fast_inputs.profile.codecs) f.encode_GBps = f.decode_GBps = 50;
+  const auto fast = build_ok(fast_inputs, allow("topk:ratio=0.01"));
+  const CodecChoice& large = top(fast->codecs, 256 * kMiB);
+  ASSERT_FALSE(large.dense()) << fast->codecs.to_table();
+  EXPECT_EQ(large.transport, "mpi") << fast->codecs.to_table();
+}
+
 TEST(AllowList, CanonicalSortedWithoutDuplicatesOrDense) {
   const AllowList list = allow("topk:ratio=0.01,none,fp16,qsgd:bits=4,bucket=512,fp16");
   ASSERT_EQ(list.size(), 3u);
