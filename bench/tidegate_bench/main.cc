@@ -176,6 +176,8 @@ Status bench_codec(const BenchOptions& o, const Session& s, int64_t bytes, size_
   row->rel_error = o.check ? check.rel_error : -1;
   if (spec == "auto") {
     row->algo = "auto=" + choice;  // the plan's pick, e.g. auto=tcp/sra+qsgd:bits=4,bucket=512
+  } else if (!choice.empty()) {
+    row->algo = choice;  // what ran: its own transport, which need not be the dense row's
   } else {
     row->algo = dense.algo.substr(0, dense.algo.find('/')) + "/" +
                 (check.algorithm.empty() ? o.codec_algorithm : check.algorithm) + "+" + spec;
@@ -188,7 +190,10 @@ Status bench_codec(const BenchOptions& o, const Session& s, int64_t bytes, size_
   row->ratio = most > 0 ? dense_ring / static_cast<double>(most) : 0;
   row->baseline = dense.baseline;
   row->baseline_note = dense.baseline_note;
-  return Status::ok();
+  // The row's keys are not used again: their residuals (up to three tensors' worth per key
+  // with error feedback) would otherwise pile up over codecs and sizes (6.5 GiB per rank by the
+  // 16 MiB rows of a twelve-codec run, and the kernel's OOM killer).
+  return from_tidegate(tidegate_ef_state_reset(s.comm), "resetting error feedback");
 }
 
 Status bench_one_size(const BenchOptions& o, const Session& s, int64_t bytes, Row* row) {
