@@ -156,6 +156,27 @@ void powersgd_reconstruct(const float* p, const float* q, int64_t rows, int64_t 
   }
 }
 
+void powersgd_reconstruct_rows(const float* p, const float* q, int64_t rows, int64_t cols,
+                               int rank, int64_t first_row, int64_t row_count, float* out) {
+  const int64_t end = first_row + row_count;
+  if (rank == 0) std::fill(out + first_row * cols, out + end * cols, 0.0f);
+  // Per element the same operations in the same order as powersgd_reconstruct (scale by
+  // column 0, then axpy of columns 1..rank-1), only visited row block by row block.
+  for (int64_t j = 0; j < cols; j += kColumnBlock) {
+    const int64_t width = std::min(kColumnBlock, cols - j);
+    for (int64_t i = first_row; i < end; ++i) {
+      float* row = out + i * cols + j;
+      for (int c = 0; c < rank; ++c) {
+        if (c == 0) {
+          scale(p[i], q + j, row, width);
+        } else {
+          axpy(p[c * rows + i], q + c * cols + j, row, width);
+        }
+      }
+    }
+  }
+}
+
 void powersgd_draw_q_column(uint64_t seed, int64_t cols, int c, float* column) {
   for (int64_t j = 0; j < cols; ++j) {
     column[j] =

@@ -2,6 +2,9 @@
 // the codec wrapper's payloads and shapes.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cstring>
+
 #include <limits>
 
 #include "compress/powersgd.h"
@@ -57,6 +60,27 @@ TEST(PowerSgd, RankAboveTheMatrixRankZeroesTheExtraColumnsDeterministically) {
   // Columns 3 and 4 of P are rounding noise after removing the first two: exactly zero.
   for (int c = 2; c < 4; ++c) {
     for (int64_t i = 0; i < 64; ++i) ASSERT_EQ(p[c * 64 + i], 0.0f);
+  }
+}
+
+// The collective reconstructs block by block of rows (to take each block's residual while it
+// is in cache): every block split gives the whole reconstruction's bits.
+TEST(PowerSgd, ReconstructingRowBlocksGivesTheWholeReconstructionsBits) {
+  const int64_t rows = 37, cols = 2500;  // cols spans more than one column block
+  for (int rank : {0, 1, 3}) {
+    const std::vector<float> p = normal_floats(static_cast<size_t>(rows * rank), 11);
+    const std::vector<float> q = normal_floats(static_cast<size_t>(cols * rank), 12);
+    std::vector<float> whole(static_cast<size_t>(rows * cols), 9.0f);
+    powersgd_reconstruct(p.data(), q.data(), rows, cols, rank, whole.data(), false);
+    for (int64_t block : {1, 5, 37}) {
+      std::vector<float> blocks(whole.size(), -9.0f);
+      for (int64_t first = 0; first < rows; first += block) {
+        powersgd_reconstruct_rows(p.data(), q.data(), rows, cols, rank, first,
+                                  std::min(block, rows - first), blocks.data());
+      }
+      ASSERT_EQ(0, std::memcmp(whole.data(), blocks.data(), whole.size() * sizeof(float)))
+          << "rank " << rank << ", blocks of " << block;
+    }
   }
 }
 

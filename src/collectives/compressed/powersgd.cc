@@ -43,10 +43,15 @@ class PowerSgdTask : public CollectiveTask {
     TG_RETURN_IF_ERROR(load_compensated(op_, 0, n, m_buffer_.floats(), &values, &residual_));
     m_ = values;
     dense_ = rank_ == 0 || static_cast<int64_t>(rank_) * (rows_ + cols_) >= rows_ * cols_;
-    result_buffer_ = op_.state->buffers().take_floats(n);
-    result_ = result_buffer_.floats();
+    // A float32 output takes the result directly (no copy of the whole matrix at the end).
+    if (op_.output.dtype == TIDEGATE_FLOAT32) {
+      result_ = static_cast<float*>(op_.output.data);
+    } else {
+      result_buffer_ = op_.state->buffers().take_floats(n);
+      result_ = result_buffer_.floats();
+    }
     if (dense_) {
-      std::copy(m_, m_ + n, result_);
+      if (result_ != m_) std::copy(m_, m_ + n, result_);  // in place: M is the output already
       return start_reduce(result_, n, args_.reduce_op, 1);
     }
     PowerSgdState& state = op_.state->powersgd(op_.key);
@@ -77,9 +82,13 @@ class PowerSgdTask : public CollectiveTask {
     }
     PowerSgdState& state = op_.state->powersgd(op_.key);
     std::copy(q_.begin(), q_.end(), state.q());  // the warm start of the next step
-    powersgd_reconstruct(p_.data(), q_.data(), rows_, cols_, rank_, result_, false);
-    if (residual_ != nullptr) keep_residual();
-    store_result(op_, result_, 0, op_.count());
+    // Block by block of rows: each block's residual is taken while its result is in cache.
+    for (int64_t first = 0; first < rows_; first += row_block()) {
+      const int64_t count = std::min(row_block(), rows_ - first);
+      powersgd_reconstruct_rows(p_.data(), q_.data(), rows_, cols_, rank_, first, count, result_);
+      if (residual_ != nullptr) keep_residual(first * cols_, count * cols_);
+    }
+    finish_result();
     *done = true;
     return Status::ok();
   }
@@ -91,18 +100,27 @@ class PowerSgdTask : public CollectiveTask {
     return reduce_->start();
   }
 
-  // residual = M - (the averaged result): for SUM the result is divided by P first.
-  void keep_residual() {
+  // Rows of about 256 KiB: a block's result and M stay in cache for its residual.
+  int64_t row_block() const { return std::max<int64_t>(1, (int64_t{1} << 16) / cols_); }
+
+  // residual = M - (the averaged result) over [first, first + n): for SUM the result is divided
+  // by P first.
+  void keep_residual(int64_t first, int64_t n) {
     const float ranks = static_cast<float>(op_.size);
-    for (int64_t i = 0; i < op_.count(); ++i) {
+    for (int64_t i = first; i < first + n; ++i) {
       residual_[i] = m_[i] - (op_.average ? result_[i] : result_[i] / ranks);
     }
+  }
+
+  // A result computed in scratch (an output that is not float32) is converted into the output.
+  void finish_result() {
+    if (result_ != op_.output.data) store_result(op_, result_, 0, op_.count());
   }
 
   Status finish_dense(bool* done) {
     // Sent whole: nothing is left out.
     if (residual_ != nullptr) std::fill(residual_, residual_ + op_.count(), 0.0f);
-    store_result(op_, result_, 0, op_.count());
+    finish_result();
     *done = true;
     return Status::ok();
   }
