@@ -16,6 +16,7 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
+import matplotlib.ticker  # noqa: E402,F401
 
 
 def load(path):
@@ -76,25 +77,35 @@ def main():
     if len(sys.argv) < 3:
         sys.exit(__doc__)
     out, runs = sys.argv[1], [a.split("=", 1) for a in sys.argv[2:]]
-    fig, axes = plt.subplots(1, len(runs), figsize=(6 * len(runs), 4.8), squeeze=False)
+    fig, axes = plt.subplots(1, len(runs), figsize=(5.2 * len(runs) + 1.8, 4.8), squeeze=False)
+    colours = plt.get_cmap("tab20").colors
+    markers = "o^vsD<>ph*Xd"
     for ax, (label, path) in zip(axes[0], runs):
         sizes = load(path)
         summarise(label, sizes)
         xs = sorted(sizes)
-        for name in codecs_of(sizes):
+        for k, name in enumerate(codecs_of(sizes)):
             points = [(b, speedup(sizes[b][name])) for b in xs if name in sizes[b]]
             points = [(b, s) for b, s in points if s]
-            style = dict(color="black", lw=2.5, marker="s") if name == "dense" else dict(lw=1.2, marker=".")
+            if name == "dense":
+                style = dict(color="black", lw=2.5, marker="s")
+            else:  # a colour and a marker of its own: twelve codecs outrun one colour cycle
+                style = dict(color=colours[(2 * k) % 20 if k < 10 else (2 * k + 1) % 20], lw=1.2,
+                             marker=markers[k % len(markers)], ms=4)
             ax.plot([p[0] for p in points], [p[1] for p in points],
                     label="tidegate dense" if name == "dense" else name, **style)
         ax.axhline(1.0, color="tab:red", lw=1, ls=":", label="MPI_Allreduce")
         ax.set_xscale("log", base=2)
         ax.set_yscale("log")
+        plain = matplotlib.ticker.FuncFormatter(lambda v, _: f"{v:g}")  # "4", not "4 x 10^0"
+        ax.yaxis.set_major_formatter(plain)
+        ax.yaxis.set_minor_formatter(plain)
         ax.set_xlabel("tensor size (bytes, float32)")
         ax.set_ylabel("speed-up over MPI_Allreduce (same run)")
         ax.set_title(f"4 ranks, {label}")
         ax.grid(True, which="both", alpha=0.3)
-        ax.legend(fontsize=6.5)
+    # Every panel has the same lines: one legend, outside the last panel.
+    axes[0][-1].legend(fontsize=7, loc="center left", bbox_to_anchor=(1.02, 0.5))
     fig.tight_layout()
     fig.savefig(out, dpi=110)
 
