@@ -17,6 +17,7 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import matplotlib.ticker  # noqa: E402,F401
+from plot_auto import human  # noqa: E402  (the same folder: sizes written the same way)
 
 
 def load(path):
@@ -27,13 +28,6 @@ def load(path):
             row = json.loads(line)
             sizes.setdefault(row["bytes"], {})[row.get("codec", "dense")] = row
     return sizes
-
-
-def human(b):
-    for unit, scale in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
-        if b >= scale:
-            return f"{b // scale} {unit}"
-    return f"{b} B"
 
 
 def speedup(row):

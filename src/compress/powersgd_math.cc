@@ -156,8 +156,8 @@ void powersgd_reconstruct(const float* p, const float* q, int64_t rows, int64_t 
   }
 }
 
-void powersgd_reconstruct_rows(const float* p, const float* q, int64_t rows, int64_t cols,
-                               int rank, int64_t first_row, int64_t row_count, float* out) {
+void powersgd_reconstruct_rows(const float* p, const float* q, int64_t rows, int64_t cols, int rank,
+                               int64_t first_row, int64_t row_count, float* out) {
   const int64_t end = first_row + row_count;
   if (rank == 0) std::fill(out + first_row * cols, out + end * cols, 0.0f);
   // Per element the same operations in the same order as powersgd_reconstruct (scale by

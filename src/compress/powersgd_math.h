@@ -55,8 +55,8 @@ void powersgd_compute_q(const float* m, int64_t rows, int64_t cols, const float*
 // Rows [first_row, first_row + row_count) of out = P Q^T (overwritten; out is the whole rows x
 // cols matrix, row-major): the same bits as powersgd_reconstruct gives them, so that a caller
 // can finish each block of rows while it is in cache.
-void powersgd_reconstruct_rows(const float* p, const float* q, int64_t rows, int64_t cols,
-                               int rank, int64_t first_row, int64_t row_count, float* out);
+void powersgd_reconstruct_rows(const float* p, const float* q, int64_t rows, int64_t cols, int rank,
+                               int64_t first_row, int64_t row_count, float* out);
 
 // out = P Q^T (add = false) or out += P Q^T (add = true); out is rows x cols row-major.
 void powersgd_reconstruct(const float* p, const float* q, int64_t rows, int64_t cols, int rank,

@@ -32,8 +32,7 @@ TG_INLINE uint32_t chosen_bits(uint32_t clear, uint32_t flip, uint32_t set, uint
 // loop whose load is conditional (3x slower).
 template <bool kTies>
 TG_INLINE void expand_bits(const uint8_t* TG_RESTRICT set, const uint8_t* TG_RESTRICT tie,
-                           int64_t n, float clear, float if_set, float* TG_RESTRICT out,
-                           bool add) {
+                           int64_t n, float clear, float if_set, float* TG_RESTRICT out, bool add) {
   const uint32_t base = float_bits(clear), flip = float_bits(clear) ^ float_bits(if_set);
   const int64_t groups = n / 8;
   if (add) {

@@ -156,9 +156,8 @@ Status SignSgdCodec::check_counts(const Votes& votes) const {
   uint64_t value = 0;
   if (votes.decided) {
     // Read as the number negative + 2 tie, a decision is valid below 3.
-    const int64_t both = votes.planes.width == 2
-                             ? vote_planes::first_count_above(votes.planes, 2, &value)
-                             : -1;
+    const int64_t both =
+        votes.planes.width == 2 ? vote_planes::first_count_above(votes.planes, 2, &value) : -1;
     if (both < 0) return Status::ok();
     return protocol_error("signsgd condensed vote of " + std::to_string(votes.voters) +
                           " voters is both negative and tied at element " + std::to_string(both));

@@ -28,8 +28,8 @@ void store_word(uint8_t* plane, size_t bytes, int64_t word, uint64_t value) {
 }
 
 // Bit-sliced comparison of the counts in one word with a constant, from the top plane down.
-void compare_word(const Planes& p, size_t bytes, int64_t word, uint64_t threshold,
-                  uint64_t* above, uint64_t* equal) {
+void compare_word(const Planes& p, size_t bytes, int64_t word, uint64_t threshold, uint64_t* above,
+                  uint64_t* equal) {
   const uint64_t mask = valid_mask(p.count, word);
   uint64_t gt = 0, eq = mask;
   // Bits of the threshold above the planes: a count of `width` bits is below it.

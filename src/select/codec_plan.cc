@@ -24,6 +24,17 @@ constexpr double kDenseMargin = 1.05;
 // model's, so re-planning compares measurements with the model alone.
 double ranking_bias_us(const PlanInputs& inputs) { return identity_check_cost(inputs); }
 
+// `codec` with `algorithm` on the inputs' transport t.
+CodecChoice choice_on(const PlanInputs& inputs, const std::shared_ptr<const Codec>& codec,
+                      const AlgorithmRow* algorithm, size_t t) {
+  CodecChoice c;
+  c.codec = codec;
+  c.algorithm = algorithm;
+  c.transport_index = static_cast<int>(t);
+  c.transport = inputs.transports[t].name;
+  return c;
+}
+
 // A tensor of `bytes` of float32 for the codec's exact payload bound: PowerSGD is priced on a
 // square matrix (a tensor without a 2-D shape does not run it: planner.cc).
 TensorView like_tensor(int64_t bytes) {
@@ -90,12 +101,8 @@ int compressed_transport(const PlanInputs& inputs, const std::shared_ptr<const C
   double cheapest = -1;
   for (size_t t = 0; t < inputs.transports.size(); ++t) {
     if (!inputs.transports[t].capabilities.host_memory) continue;
-    CodecChoice c;
-    c.codec = codec;
-    c.algorithm = algorithm;
-    c.transport_index = static_cast<int>(t);
-    c.transport = inputs.transports[t].name;
-    const double us = CodecPlan::compressed_cost(inputs, c, bytes);
+    const double us =
+        CodecPlan::compressed_cost(inputs, choice_on(inputs, codec, algorithm, t), bytes);
     if (us < 0) continue;
     priced.emplace_back(static_cast<int>(t), us);
     if (cheapest < 0 || us < cheapest) cheapest = us;
@@ -120,13 +127,9 @@ Status CodecPlan::build(const PlanInputs& inputs, const Plan& dense,
     for (const AlgorithmRow* row : algorithms_for(OpKind::kAllreduce)) {
       if (!row->runs(codec.get())) continue;
       for (size_t t = 0; t < inputs.transports.size(); ++t) {
-        if (!inputs.transports[t].capabilities.host_memory) continue;
-        CodecChoice c;
-        c.codec = codec;
-        c.algorithm = row;
-        c.transport_index = static_cast<int>(t);
-        c.transport = inputs.transports[t].name;
-        candidates.push_back(c);
+        if (inputs.transports[t].capabilities.host_memory) {
+          candidates.push_back(choice_on(inputs, codec, row, t));
+        }
       }
     }
   }

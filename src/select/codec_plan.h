@@ -61,8 +61,7 @@ class CodecPlan {
   // it cannot be priced.
   double cost(const CodecChoice& choice, int64_t bytes) const;
   // The same for a compressed choice, from the inputs alone.
-  static double compressed_cost(const PlanInputs& inputs, const CodecChoice& choice,
-                                int64_t bytes);
+  static double compressed_cost(const PlanInputs& inputs, const CodecChoice& choice, int64_t bytes);
 
   // Table: bytes, choice, predicted_us, runner-up; JSON: array of entries like Plan's with
   // "codec" in every choice ("none" for dense).

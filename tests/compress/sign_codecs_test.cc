@@ -112,7 +112,8 @@ TEST(SignSgd, SumsOfManyVotersDecodeToTheCountedMajority) {
   std::vector<float> like(n);
   for (int voters : {2, 3, 4, 5, 8, 255, 256, 300}) {
     std::vector<std::vector<float>> workers;
-    for (int w = 0; w < voters; ++w) workers.push_back(gradient(n, 1000 + static_cast<uint64_t>(w)));
+    for (int w = 0; w < voters; ++w)
+      workers.push_back(gradient(n, 1000 + static_cast<uint64_t>(w)));
     std::vector<std::pair<std::vector<uint8_t>, int64_t>> level;
     for (auto& x : workers) level.push_back({encode(*codec, view_of(x)), 1});
     while (level.size() > 1) {
@@ -135,7 +136,8 @@ TEST(SignSgd, SumsOfManyVotersDecodeToTheCountedMajority) {
     const size_t width = tidegate::bits_for(static_cast<uint64_t>(voters));
     ASSERT_EQ(level[0].first.size(), 24 + width * ((n + 7) / 8)) << voters;
     std::vector<float> y(n, 0.5f);
-    ASSERT_TRUE(codec->decode_add(level[0].first.data(), level[0].first.size(), view_of(y)).is_ok());
+    ASSERT_TRUE(
+        codec->decode_add(level[0].first.data(), level[0].first.size(), view_of(y)).is_ok());
     for (int64_t i = 0; i < n; ++i) {
       int negatives = 0;
       for (const auto& x : workers) negatives += x[static_cast<size_t>(i)] < 0;
@@ -156,10 +158,14 @@ TEST(SignSgd, ACountAboveTheVotersIsNamedAndPaddingBitsAreIgnored) {
   std::vector<uint8_t> five(codec->max_summed_payload_bytes(view_of(like), 5));
   std::vector<uint8_t> two(codec->max_summed_payload_bytes(view_of(like), 2)), four = five;
   size_t written = 0;
-  ASSERT_TRUE(codec->sum_payloads(one.data(), one.size(), one.data(), one.size(), view_of(like),
-                                  two.data(), two.size(), &written).is_ok());
-  ASSERT_TRUE(codec->sum_payloads(two.data(), two.size(), two.data(), two.size(), view_of(like),
-                                  four.data(), four.size(), &written).is_ok());
+  ASSERT_TRUE(codec
+                  ->sum_payloads(one.data(), one.size(), one.data(), one.size(), view_of(like),
+                                 two.data(), two.size(), &written)
+                  .is_ok());
+  ASSERT_TRUE(codec
+                  ->sum_payloads(two.data(), two.size(), two.data(), two.size(), view_of(like),
+                                 four.data(), four.size(), &written)
+                  .is_ok());
   ASSERT_EQ(written, 24u + 3 * 9);  // 4 voters: width 3
   std::vector<uint8_t> padded = four;
   for (int plane = 0; plane < 3; ++plane) padded[24 + 9 * plane + 8] |= 0xc0;  // counts 7 there
@@ -192,8 +198,9 @@ TEST(SignSgd, ACondensedSumDecodesLikeTheSumInOneOrTwoPlanes) {
       const auto next = encode(*codec, view_of(x));
       std::vector<uint8_t> out(codec->max_summed_payload_bytes(view_of(like), voters));
       size_t written = 0;
-      ASSERT_TRUE(codec->sum_payloads(sum.data(), sum.size(), next.data(), next.size(),
-                                      view_of(like), out.data(), out.size(), &written)
+      ASSERT_TRUE(codec
+                      ->sum_payloads(sum.data(), sum.size(), next.data(), next.size(),
+                                     view_of(like), out.data(), out.size(), &written)
                       .is_ok());
       sum = out;
     }
@@ -202,8 +209,9 @@ TEST(SignSgd, ACondensedSumDecodesLikeTheSumInOneOrTwoPlanes) {
     ASSERT_EQ(bound, 24 + planes * ((n + 7) / 8)) << voters;
     std::vector<uint8_t> condensed(bound);
     size_t written = 0;
-    ASSERT_TRUE(codec->condense_sum(sum.data(), sum.size(), view_of(like), condensed.data(),
-                                    condensed.size(), &written)
+    ASSERT_TRUE(codec
+                    ->condense_sum(sum.data(), sum.size(), view_of(like), condensed.data(),
+                                   condensed.size(), &written)
                     .is_ok());
     ASSERT_EQ(written, bound);
     if (voters == 1) EXPECT_EQ(condensed, sum) << "one vote is its own decision";
@@ -220,10 +228,10 @@ TEST(SignSgd, ACondensedSumDecodesLikeTheSumInOneOrTwoPlanes) {
     }
     if (voters >= 2) {
       std::vector<uint8_t> out(codec->max_summed_payload_bytes(view_of(like), voters + 1));
-      EXPECT_TRUE(is_error(codec->sum_payloads(condensed.data(), condensed.size(), sum.data(),
-                                               sum.size(), view_of(like), out.data(),
-                                               out.size(), &written),
-                           TIDEGATE_ERR_PROTOCOL))
+      EXPECT_TRUE(
+          is_error(codec->sum_payloads(condensed.data(), condensed.size(), sum.data(), sum.size(),
+                                       view_of(like), out.data(), out.size(), &written),
+                   TIDEGATE_ERR_PROTOCOL))
           << "a decision is not a count";
     }
     if (voters == 4) {  // negative and tied at once cannot come from a condensed sum

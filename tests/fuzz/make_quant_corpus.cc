@@ -92,8 +92,9 @@ int main(int argc, char** argv) {
       sum.resize(written);
       write(out + "valid_votes_2", sum);
       std::vector<uint8_t> decided(codec->max_condensed_payload_bytes(like, 2));
-      if (!codec->condense_sum(sum.data(), sum.size(), like, decided.data(), decided.size(),
-                               &written)
+      if (!codec
+               ->condense_sum(sum.data(), sum.size(), like, decided.data(), decided.size(),
+                              &written)
                .is_ok()) {
         return 1;
       }

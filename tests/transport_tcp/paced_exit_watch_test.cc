@@ -17,31 +17,14 @@
 namespace tidegate::tcp {
 namespace {
 
-using tcp_testing::RankInputs;
-using tcp_testing::run_ranks;
-
-struct PacedWatches {
-  MemoryStore store;
-  std::vector<RankInputs> inputs;
-  std::vector<std::unique_ptr<PacedExitWatch>> watches;
-
+// Every rank's watch, started together.
+struct PacedWatches : tcp_testing::RankObjects<PacedExitWatch> {
   explicit PacedWatches(int size)
-      : inputs(static_cast<size_t>(size)), watches(static_cast<size_t>(size)) {
-    std::vector<Status> started(static_cast<size_t>(size));
-    run_ranks(size, [&](int rank) {
-      RankInputs& in = inputs[static_cast<size_t>(rank)];
-      in.secret = Secret::from_text("paced-exit-watch-test");
-      in.context.rank = rank;
-      in.context.size = size;
-      in.context.comm_id = tcp_testing::kCommId;
-      in.context.config = &in.config;
-      in.context.store = &store;
-      in.context.secret = &in.secret;
-      in.context.deadline = Deadline::after_ms(tcp_testing::kTestTimeoutMs);
-      started[static_cast<size_t>(rank)] =
-          PacedExitWatch::start(in.context, "test", &watches[static_cast<size_t>(rank)]);
-    });
-    for (const Status& st : started) EXPECT_TRUE(st.is_ok()) << st.to_string();
+      : RankObjects(size, "paced-exit-watch-test",
+                    [](const TransportContext& context, std::unique_ptr<PacedExitWatch>* out) {
+                      return PacedExitWatch::start(context, "test", out);
+                    }) {
+    for (const Status& st : statuses) EXPECT_TRUE(st.is_ok()) << st.to_string();
   }
 };
 
@@ -50,12 +33,12 @@ constexpr auto kCheck = Milliseconds(PacedExitWatch::kCheckMs);
 
 TEST(PacedExitWatch, NamesALostPeerOnlyOnceTheGraceHasPassed) {
   PacedWatches w(3);
-  for (auto& watch : w.watches) ASSERT_NE(watch, nullptr);
-  w.watches[2].reset();  // its sockets close as a dead process's would: no goodbye
+  for (auto& watch : w.objects) ASSERT_NE(watch, nullptr);
+  w.objects[2].reset();  // its sockets close as a dead process's would: no goodbye
   // Local closes arrive at once; give them ample time so the first look below sees them.
   std::this_thread::sleep_for(std::chrono::milliseconds(200));
   for (int survivor : {0, 1}) {
-    PacedExitWatch& watch = *w.watches[static_cast<size_t>(survivor)];
+    PacedExitWatch& watch = *w.objects[static_cast<size_t>(survivor)];
     const Clock::time_point seen = Clock::now();
     EXPECT_TRUE(watch.poll(seen).is_ok()) << "the exit is seen here; the grace starts";
     EXPECT_TRUE(watch.poll(seen + kGrace - Milliseconds(1)).is_ok()) << "still in the grace";
@@ -71,27 +54,27 @@ TEST(PacedExitWatch, NamesALostPeerOnlyOnceTheGraceHasPassed) {
 TEST(PacedExitWatch, LooksAtTheSocketsAtMostEveryCheckInterval) {
   PacedWatches w(2);
   const Clock::time_point first = Clock::now();
-  ASSERT_TRUE(w.watches[0]->poll(first).is_ok());  // looked: nobody had gone
-  w.watches[1].reset();
+  ASSERT_TRUE(w.objects[0]->poll(first).is_ok());  // looked: nobody had gone
+  w.objects[1].reset();
   std::this_thread::sleep_for(std::chrono::milliseconds(200));
   // Within the check interval of the last look, the sockets are not looked at: no grace
   // starts, so even a time far past it gives no verdict yet.
-  ASSERT_TRUE(w.watches[0]->poll(first + kCheck - Milliseconds(1)).is_ok());
+  ASSERT_TRUE(w.objects[0]->poll(first + kCheck - Milliseconds(1)).is_ok());
   const Clock::time_point next = first + kCheck;
-  ASSERT_TRUE(w.watches[0]->poll(next).is_ok());  // looked: the exit is seen now
-  EXPECT_TRUE(w.watches[0]->poll(next + kGrace - Milliseconds(1)).is_ok());
-  EXPECT_EQ(w.watches[0]->poll(next + kGrace).code(), TIDEGATE_ERR_PEER_FAILED);
+  ASSERT_TRUE(w.objects[0]->poll(next).is_ok());  // looked: the exit is seen now
+  EXPECT_TRUE(w.objects[0]->poll(next + kGrace - Milliseconds(1)).is_ok());
+  EXPECT_EQ(w.objects[0]->poll(next + kGrace).code(), TIDEGATE_ERR_PEER_FAILED);
 }
 
 TEST(PacedExitWatch, APeerThatSaidGoodbyeIsNeverNamed) {
   PacedWatches w(3);
-  w.watches[2]->say_goodbye();
-  w.watches[2].reset();
+  w.objects[2]->say_goodbye();
+  w.objects[2].reset();
   std::this_thread::sleep_for(std::chrono::milliseconds(200));
   for (int survivor : {0, 1}) {
     Clock::time_point t = Clock::now();
     for (int look = 0; look < 5; ++look, t += kGrace + kCheck) {
-      const Status st = w.watches[static_cast<size_t>(survivor)]->poll(t);
+      const Status st = w.objects[static_cast<size_t>(survivor)]->poll(t);
       EXPECT_TRUE(st.is_ok()) << st.to_string();
     }
   }

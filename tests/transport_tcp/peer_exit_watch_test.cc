@@ -15,31 +15,12 @@
 namespace tidegate::tcp {
 namespace {
 
-using tcp_testing::RankInputs;
 using tcp_testing::run_ranks;
 
-struct Watches {
-  MemoryStore store;
-  std::vector<RankInputs> inputs;
-  std::vector<std::unique_ptr<PeerExitWatch>> watches;
-
-  explicit Watches(int size)
-      : inputs(static_cast<size_t>(size)), watches(static_cast<size_t>(size)) {
-    std::vector<Status> built(static_cast<size_t>(size));
-    run_ranks(size, [&](int rank) {
-      RankInputs& in = inputs[static_cast<size_t>(rank)];
-      in.secret = Secret::from_text("exit-watch-test");
-      in.context.rank = rank;
-      in.context.size = size;
-      in.context.comm_id = tcp_testing::kCommId;
-      in.context.config = &in.config;
-      in.context.store = &store;
-      in.context.secret = &in.secret;
-      in.context.deadline = Deadline::after_ms(tcp_testing::kTestTimeoutMs);
-      built[static_cast<size_t>(rank)] =
-          PeerExitWatch::create(in.context, &watches[static_cast<size_t>(rank)]);
-    });
-    for (const Status& st : built) EXPECT_TRUE(st.is_ok()) << st.to_string();
+// Every rank's watch, built together.
+struct Watches : tcp_testing::RankObjects<PeerExitWatch> {
+  explicit Watches(int size) : RankObjects(size, "exit-watch-test", PeerExitWatch::create) {
+    for (const Status& st : statuses) EXPECT_TRUE(st.is_ok()) << st.to_string();
   }
 };
 
@@ -56,7 +37,7 @@ Status check_for(PeerExitWatch& watch, int64_t ms) {
 
 TEST(PeerExitWatch, QuietPeersAreNotReported) {
   Watches w(3);
-  for (auto& watch : w.watches) {
+  for (auto& watch : w.objects) {
     ASSERT_NE(watch, nullptr);
     EXPECT_EQ(watch->watched(), 2);
     EXPECT_TRUE(check_for(*watch, 50).is_ok());
@@ -65,24 +46,24 @@ TEST(PeerExitWatch, QuietPeersAreNotReported) {
 
 TEST(PeerExitWatch, NamesAPeerWhoseConnectionsCloseWithoutAGoodbye) {
   Watches w(3);
-  w.watches[2].reset();  // its sockets close as a dead process's would: no goodbye
+  w.objects[2].reset();  // its sockets close as a dead process's would: no goodbye
   for (int survivor : {0, 1}) {
-    Status st = check_for(*w.watches[static_cast<size_t>(survivor)], 5000);
+    Status st = check_for(*w.objects[static_cast<size_t>(survivor)], 5000);
     EXPECT_EQ(st.code(), TIDEGATE_ERR_PEER_FAILED) << st.to_string();
     EXPECT_NE(st.message().find("rank 2's process has ended"), std::string::npos) << st.message();
     // Named once; the other peer stays watched and quiet.
-    EXPECT_EQ(w.watches[static_cast<size_t>(survivor)]->watched(), 1);
-    EXPECT_TRUE(check_for(*w.watches[static_cast<size_t>(survivor)], 20).is_ok());
+    EXPECT_EQ(w.objects[static_cast<size_t>(survivor)]->watched(), 1);
+    EXPECT_TRUE(check_for(*w.objects[static_cast<size_t>(survivor)], 20).is_ok());
   }
 }
 
 TEST(PeerExitWatch, AGoodbyeIsNotAnExit) {
   Watches w(3);
-  w.watches[2]->say_goodbye();
-  EXPECT_EQ(w.watches[2]->watched(), 0);
-  w.watches[2].reset();
+  w.objects[2]->say_goodbye();
+  EXPECT_EQ(w.objects[2]->watched(), 0);
+  w.objects[2].reset();
   for (int survivor : {0, 1}) {
-    PeerExitWatch& watch = *w.watches[static_cast<size_t>(survivor)];
+    PeerExitWatch& watch = *w.objects[static_cast<size_t>(survivor)];
     const Deadline until = Deadline::after_ms(5000);
     while (watch.watched() == 2 && !until.passed()) {
       Status st = watch.check();
@@ -98,10 +79,10 @@ TEST(PeerExitWatch, BothSidesSayingGoodbyeAtOnceIsNoExit) {
   for (int round = 0; round < 20; ++round) {
     Watches w(2);
     run_ranks(2, [&](int rank) {
-      if (rank == 1) w.watches[1]->say_goodbye();
-      Status st = check_for(*w.watches[0], rank == 0 ? 20 : 0);
+      if (rank == 1) w.objects[1]->say_goodbye();
+      Status st = check_for(*w.objects[0], rank == 0 ? 20 : 0);
       EXPECT_TRUE(st.is_ok()) << "round " << round << ": " << st.to_string();
-      if (rank == 0) w.watches[0]->say_goodbye();
+      if (rank == 0) w.objects[0]->say_goodbye();
     });
   }
 }

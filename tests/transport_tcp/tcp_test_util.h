@@ -82,4 +82,35 @@ WireHeader test_header(int sender, uint64_t op_seq, size_t bytes);
 // Deterministic content for message `seq` from `sender` to `receiver`.
 std::vector<unsigned char> pattern(int sender, int receiver, uint64_t seq, size_t bytes);
 
+// Objects built on `size` ranks at once, threads meeting through one in-memory store, each by
+// `build(context, &object)`: a collective set-up such as PeerExitWatch::create. The test checks
+// every rank's status.
+template <typename T>
+struct RankObjects {
+  using Build = std::function<Status(const TransportContext&, std::unique_ptr<T>*)>;
+
+  RankObjects(int size, const std::string& secret, const Build& build)
+      : inputs(static_cast<size_t>(size)),
+        objects(static_cast<size_t>(size)),
+        statuses(static_cast<size_t>(size)) {
+    run_ranks(size, [&](int rank) {
+      RankInputs& in = inputs[static_cast<size_t>(rank)];
+      in.secret = Secret::from_text(secret);
+      in.context.rank = rank;
+      in.context.size = size;
+      in.context.comm_id = kCommId;
+      in.context.config = &in.config;
+      in.context.store = &store;
+      in.context.secret = &in.secret;
+      in.context.deadline = Deadline::after_ms(kTestTimeoutMs);
+      statuses[static_cast<size_t>(rank)] = build(in.context, &objects[static_cast<size_t>(rank)]);
+    });
+  }
+
+  MemoryStore store;
+  std::vector<RankInputs> inputs;
+  std::vector<std::unique_ptr<T>> objects;
+  std::vector<Status> statuses;
+};
+
 }  // namespace tidegate::tcp_testing

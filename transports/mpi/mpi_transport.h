@@ -214,7 +214,7 @@ class MpiTransport final : public Transport {
   char ping_in_ = 0;
   std::vector<MPI_Request> ping_sends_;
   Clock::time_point last_ping_sent_;
-  std::vector<Clock::time_point> last_heard_;       // per peer: when a message last arrived
+  std::vector<Clock::time_point> last_heard_;        // per peer: when a message last arrived
   std::unique_ptr<tcp::PacedExitWatch> exit_watch_;  // null with TIDEGATE_EXIT_WATCH=off
   std::atomic<bool> woken_{false};
 };
