@@ -108,10 +108,10 @@ const std::vector<ConfigEntry>& config_table() {
       {"TIDEGATE_TCP_BUFFER_BYTES", "0",
        "SO_SNDBUF/SO_RCVBUF for data sockets; 0 keeps the kernel's autotuning."},
       {"TIDEGATE_EXIT_WATCH", "on",
-       "on: transports whose library does not report a killed peer (mpi) also keep one idle TCP "
-       "connection per peer, so that a rank whose process ended is named within milliseconds "
-       "instead of at the deadline; off: no such connections (peers must reach each other over "
-       "TCP for on)."},
+       "on: transports whose library does not report a killed peer (mpi, nccl) also keep one "
+       "idle TCP connection per peer, so that a rank whose process ended is named within "
+       "milliseconds instead of at the deadline; off: no such connections (peers must reach each "
+       "other over TCP for on)."},
       {"TIDEGATE_NATIVE_PREDICTION", "on",
        "on: a small native allreduce that the ops before it predict (one op or a cycle of ops "
        "repeated) runs as one collective with its identity check folded in, instead of an "

@@ -214,7 +214,9 @@ TEST(SignSgd, ACondensedSumDecodesLikeTheSumInOneOrTwoPlanes) {
                                    condensed.size(), &written)
                     .is_ok());
     ASSERT_EQ(written, bound);
-    if (voters == 1) EXPECT_EQ(condensed, sum) << "one vote is its own decision";
+    if (voters == 1) {
+      EXPECT_EQ(condensed, sum) << "one vote is its own decision";
+    }
     for (bool add : {false, true}) {
       std::vector<float> from_sum(n, 0.25f), from_condensed(n, 0.25f);
       auto run = [&](const std::vector<uint8_t>& p, std::vector<float>& o) {

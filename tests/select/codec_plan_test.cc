@@ -209,7 +209,9 @@ TEST(CodecPlan, CompressedOpsStayOnTheFirstTransportUnlessAnotherIsClearlyFaster
   const auto near = build_ok(three_transports(1.10), allow(kThree));
   for (const CodecPlanEntry& e : near->codecs.entries()) {
     for (const CodecChoice& c : e.ranked) {
-      if (!c.dense()) EXPECT_EQ(c.transport, "tcp") << c.name();
+      if (!c.dense()) {
+        EXPECT_EQ(c.transport, "tcp") << c.name();
+      }
     }
   }
   PlanInputs fast_inputs = three_transports(10.0);
