@@ -120,17 +120,13 @@ Status CodecPlan::build(const PlanInputs& inputs, const Plan& dense,
   built.dense_ = &dense;
   built.allowed_ = std::move(allowed);
 
-  // Every (codec, compressed algorithm, host transport) candidate, in allow-list, table and
-  // transport order (the order that breaks ties).
-  std::vector<CodecChoice> candidates;
+  // Every (codec, compressed algorithm) candidate, in allow-list and table order (the order that
+  // breaks ties); each size's transport is the one a forced codec would run on
+  // (compressed_transport).
+  std::vector<std::pair<std::shared_ptr<const Codec>, const AlgorithmRow*>> candidates;
   for (const auto& codec : built.allowed_) {
     for (const AlgorithmRow* row : algorithms_for(OpKind::kAllreduce)) {
-      if (!row->runs(codec.get())) continue;
-      for (size_t t = 0; t < inputs.transports.size(); ++t) {
-        if (inputs.transports[t].capabilities.host_memory) {
-          candidates.push_back(choice_on(inputs, codec, row, t));
-        }
-      }
+      if (row->runs(codec.get())) candidates.emplace_back(codec, row);
     }
   }
   // TIDEGATE_TUNE codec rules: parsed once, checked against the allow-list.
@@ -187,18 +183,15 @@ Status CodecPlan::build(const PlanInputs& inputs, const Plan& dense,
     // Scored candidates: dense at its price / margin, codecs at theirs; stable order on ties.
     std::vector<std::pair<double, CodecChoice>> scored;
     scored.emplace_back(dense_choice.predicted_us / kDenseMargin, dense_choice);
-    for (const CodecChoice& candidate : candidates) {
-      if (rule != nullptr && (rule->codec == nullptr || candidate.codec != rule->codec)) continue;
-      // One transport per codec and algorithm: the one a forced codec would run on.
-      if (candidate.transport_index !=
-          compressed_transport(inputs, candidate.codec, candidate.algorithm, bytes)) {
-        continue;
-      }
+    for (const auto& [codec, row] : candidates) {
+      if (rule != nullptr && (rule->codec == nullptr || codec != rule->codec)) continue;
       // Without a probe (TIDEGATE_PROBE=off) nothing was measured: dense unless a rule says.
       if (rule == nullptr && inputs.use_size_rule) continue;
-      const double us = built.cost(candidate, bytes);
+      const int t = compressed_transport(inputs, codec, row, bytes);
+      if (t < 0) continue;
+      CodecChoice c = choice_on(inputs, codec, row, static_cast<size_t>(t));
+      const double us = built.cost(c, bytes);
       if (us < 0) continue;
-      CodecChoice c = candidate;
       c.predicted_us = us;
       scored.emplace_back(us + ranking_bias_us(inputs), c);
     }

@@ -66,10 +66,7 @@ Status MpiTransport::create(const TransportContext& context, const MpiTransportO
   // All ranks duplicate the communicator (a collective call) or all fail with the same error.
   TG_RETURN_IF_ERROR(agree_on_start(context, "mpi", local_obstacle(context, &base), "", nullptr));
   std::unique_ptr<tcp::PacedExitWatch> exit_watch;
-  if (context.config != nullptr && context.config->exit_watch()) {
-    TG_CHECK_ARG(context.secret != nullptr, "the mpi transport's exit watch needs the job secret");
-    TG_RETURN_IF_ERROR(tcp::PacedExitWatch::start(context, "mpi", &exit_watch));
-  }
+  TG_RETURN_IF_ERROR(tcp::PacedExitWatch::start(context, "mpi", &exit_watch));
 
   // A private duplicate: our tags can never match the application's messages.
   MPI_Comm comm = MPI_COMM_NULL;

@@ -185,10 +185,7 @@ Status NcclTransport::create(const TransportContext& context, std::unique_ptr<Tr
   int device = 0;
   TG_RETURN_IF_ERROR(agree_on_usability(context, choose_device(context, &device), device));
   std::unique_ptr<tcp::PacedExitWatch> exit_watch;
-  if (context.config != nullptr && context.config->exit_watch()) {
-    TG_CHECK_ARG(context.secret != nullptr, "the nccl transport's exit watch needs the job secret");
-    TG_RETURN_IF_ERROR(tcp::PacedExitWatch::start(context, "nccl", &exit_watch));
-  }
+  TG_RETURN_IF_ERROR(tcp::PacedExitWatch::start(context, "nccl", &exit_watch));
   std::unique_ptr<NcclTransport> transport(new NcclTransport(context, device));
   transport->exit_watch_ = std::move(exit_watch);
   {

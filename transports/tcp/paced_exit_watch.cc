@@ -1,5 +1,6 @@
 #include "transports/tcp/paced_exit_watch.h"
 
+#include "base/config.h"
 #include "base/store.h"
 #include "transports/common/transport_start.h"
 
@@ -7,6 +8,10 @@ namespace tidegate::tcp {
 
 Status PacedExitWatch::start(const TransportContext& context, const std::string& transport,
                              std::unique_ptr<PacedExitWatch>* out) {
+  out->reset();
+  if (context.config == nullptr || !context.config->exit_watch()) return Status::ok();
+  TG_CHECK_ARG(context.secret != nullptr,
+               "the " + transport + " transport's exit watch needs the job secret");
   std::unique_ptr<PeerExitWatch> watch;
   Status built = PeerExitWatch::create(context, &watch);
   std::unique_ptr<Store> scoped = make_prefix_store(context.store, "exit-watch/");

@@ -32,6 +32,8 @@ class PacedExitWatch {
   // Collective over context's ranks, under context.deadline: builds the watch (in the store
   // scope "exit-watch/") and agrees with every rank that all built it. UNSUPPORTED naming
   // `transport`, the first rank that could not and how to turn the watch off, otherwise.
+  // Leaves *out null, starting nothing, with TIDEGATE_EXIT_WATCH=off (or no config);
+  // INVALID_ARGUMENT without the job secret.
   static Status start(const TransportContext& context, const std::string& transport,
                       std::unique_ptr<PacedExitWatch>* out);
 
