@@ -12,8 +12,13 @@
 //   tidegate-codec-bench --benchmark_filter='encode/.*/67108864' --benchmark_repetitions=3
 //
 // Adding a codec: append its spec to kBenchCodecs (with the row count for matrix codecs).
+//
+// Also here, as the other numeric kernel a compressed exchange runs: sfb_products/K/M/N, the
+// sum of outer products a sufficient-factor allreduce forms (numeric/outer_product.h) from four
+// blocks of K/4 factor rows, reported as Gmacs (G multiply-adds per second of CPU time).
 #include <benchmark/benchmark.h>
 
+#include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -26,6 +31,7 @@
 
 #include "compress/codec.h"
 #include "compress/stochastic.h"
+#include "numeric/outer_product.h"
 
 namespace tidegate {
 namespace {
@@ -205,6 +211,26 @@ void bm_decode(benchmark::State& state, BenchCodec entry, int64_t count, bool ad
   set_rate(state, count, seconds_since(start), false);
 }
 
+// Four ranks' factors of K/4 rows each, summed into one M x N matrix, as every rank does in
+// tidegate_sfb_allreduce.
+void bm_sfb_products(benchmark::State& state, int64_t k, int64_t m, int64_t n) {
+  std::vector<float> u(static_cast<size_t>(k * m)), v(static_cast<size_t>(k * n)),
+      out(static_cast<size_t>(m * n));
+  for (size_t i = 0; i < u.size(); ++i) u[i] = std::sin(0.37f * static_cast<float>(i));
+  for (size_t i = 0; i < v.size(); ++i) v[i] = std::cos(0.11f * static_cast<float>(i));
+  std::vector<FactorBlock> blocks;
+  for (int64_t b = 0; b < 4; ++b) {
+    blocks.push_back({u.data() + b * (k / 4) * m, v.data() + b * (k / 4) * n, k / 4});
+  }
+  const double start = cpu_now();
+  for (auto _ : state) {
+    sum_outer_products(blocks.data(), 4, m, n, out.data());
+    benchmark::ClobberMemory();
+  }
+  const double macs = static_cast<double>(k * m * n) * static_cast<double>(state.iterations());
+  state.counters["Gmacs"] = macs / seconds_since(start) / 1e9;
+}
+
 // memcpy first, so that in an unfiltered run the fractions use the benchmark's own result.
 void register_all() {
   for (int64_t count : kSizes) {
@@ -228,6 +254,9 @@ void register_all() {
       }
     }
   }
+  benchmark::RegisterBenchmark("sfb_products/128/4096/4096", [](benchmark::State& state) {
+    bm_sfb_products(state, 128, 4096, 4096);
+  })->Unit(benchmark::kMillisecond);
 }
 
 }  // namespace

@@ -44,6 +44,46 @@ TEST(OuterProduct, MatchesTheFloat64SumAndIsTheSameForAnyThreadCount) {
   }
 }
 
+// The plain triple loop in factor order, a rounded multiply then a rounded add (volatile keeps
+// a compiler from contracting them into an FMA).
+std::vector<float> plain_sum(const std::vector<FactorBlock>& blocks, int64_t m, int64_t n) {
+  std::vector<float> out(static_cast<size_t>(m * n));
+  for (int64_t i = 0; i < m; ++i) {
+    for (int64_t j = 0; j < n; ++j) {
+      float sum = 0.0f;
+      for (const FactorBlock& b : blocks) {
+        for (int64_t r = 0; r < b.k; ++r) {
+          volatile float product = b.u[r * m + i] * b.v[r * n + j];
+          sum = sum + product;
+        }
+      }
+      out[i * n + j] = sum;
+    }
+  }
+  return out;
+}
+
+TEST(OuterProduct, GivesThePlainLoopsBitsAcrossPackedChunksForAnyThreadCount) {
+  // 300 factor rows in three blocks cross the 256-row packing chunk, so the second chunk starts
+  // from the partial sums the first stored; m and n are not multiples of a tile or a panel.
+  const int64_t m = 23, n = 77;
+  const int64_t ks[] = {140, 0, 160};
+  std::vector<std::vector<float>> us, vs;
+  std::vector<FactorBlock> blocks;
+  for (int b = 0; b < 3; ++b) {
+    us.push_back(values(ks[b] * m, 7 + b));
+    vs.push_back(values(ks[b] * n, 20 + b));
+  }
+  for (int b = 0; b < 3; ++b) blocks.push_back({us[b].data(), vs[b].data(), ks[b]});
+  const std::vector<float> expected = plain_sum(blocks, m, n);
+  for (int threads : {1, 2, 5}) {
+    std::vector<float> out(static_cast<size_t>(m * n), 3.0f);
+    sum_outer_products(blocks.data(), 3, m, n, out.data(), threads);
+    ASSERT_EQ(std::memcmp(out.data(), expected.data(), out.size() * sizeof(float)), 0)
+        << "threads " << threads;
+  }
+}
+
 TEST(OuterProduct, AccumulatesInFactorOrderWithoutFusedMultiplyAdd) {
   // -(1 + 2^-11) + (1 + 2^-12)^2: the product rounds to 1 + 2^-11, so the sum is 0; a fused
   // multiply-add would keep the product's 2^-24 and give 2^-24 on CPUs that have one.
@@ -59,6 +99,13 @@ TEST(OuterProduct, EmptyShapesWriteNothing) {
   float out = 7.0f;
   sum_outer_products(nullptr, 0, 0, 5, &out);
   EXPECT_EQ(out, 7.0f);
+}
+
+TEST(OuterProduct, NoFactorRowsGiveZeros) {
+  std::vector<float> out(6, 7.0f);
+  const FactorBlock empty{nullptr, nullptr, 0};
+  sum_outer_products(&empty, 1, 2, 3, out.data());
+  EXPECT_EQ(out, std::vector<float>(6, 0.0f));
 }
 
 }  // namespace
