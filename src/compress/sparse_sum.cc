@@ -8,58 +8,15 @@
 #include <vector>
 
 #include "compress/bitpack.h"
+#include "compress/sparse_entries.h"
 #include "compress/sparse_payload.h"
 
 namespace tidegate {
 namespace {
 
 // Floats per block: 32 KiB, so a block stays in the core's cache while every payload adds into
-// it. A multiple of 8, so that a block starts at a byte of a bitmap.
+// it.
 constexpr int64_t kBlockFloats = 8192;
-
-// Walks one payload's entries in index order, block by block.
-class EntryCursor {
- public:
-  explicit EntryCursor(const ParsedSparsePayload& p)
-      : p_(p), reader_(p.where, packed_bytes(static_cast<uint64_t>(p.k), p.index_bits)) {
-    if (p_.layout == SparseLayout::kIndices && p_.k > 0) next_ = reader_.get(p_.index_bits);
-  }
-
-  // Adds the entries whose index lies in [begin, end) into out (out[i] is element i). Blocks
-  // come in ascending order and cover the tensor.
-  void add_block(int64_t begin, int64_t end, float* out) {
-    switch (p_.layout) {
-      case SparseLayout::kIndices:
-        while (taken_ < p_.k && static_cast<int64_t>(next_) < end) {
-          out[next_] += value(taken_);
-          if (++taken_ < p_.k) next_ = reader_.get(p_.index_bits);
-        }
-        return;
-      case SparseLayout::kBitmap:
-        for (int64_t byte = begin / 8; byte < (end + 7) / 8; ++byte) {
-          for (unsigned bits = p_.where[byte]; bits != 0; bits &= bits - 1) {
-            out[byte * 8 + std::countr_zero(bits)] += value(taken_++);
-          }
-        }
-        return;
-      case SparseLayout::kDense:
-        for (int64_t i = begin; i < end; ++i) out[i] += value(i);
-        return;
-    }
-  }
-
- private:
-  float value(int64_t i) const {
-    float v;
-    std::memcpy(&v, p_.values + static_cast<size_t>(i) * sizeof(float), sizeof v);
-    return v;
-  }
-
-  ParsedSparsePayload p_;
-  BitReader reader_;
-  uint64_t next_ = 0;
-  int64_t taken_ = 0;
-};
 
 }  // namespace
 
@@ -69,7 +26,7 @@ Status sum_sparse_payloads(CodecId codec, uint8_t allowed_codec_flags, const Pay
   TG_CHECK_ARG(output.dtype == TIDEGATE_FLOAT32, std::string(codec_name(codec)) +
                                                      " codec: a sum of payloads needs a float32 " +
                                                      "output, not " + dtype_name(output.dtype));
-  std::vector<EntryCursor> cursors;
+  std::vector<SparseEntryCursor> cursors;
   cursors.reserve(n);
   for (size_t i = 0; i < n; ++i) {
     ParsedSparsePayload parsed;
@@ -90,7 +47,9 @@ Status sum_sparse_payloads(CodecId codec, uint8_t allowed_codec_flags, const Pay
   for (int64_t begin = 0; begin < output.count; begin += kBlockFloats) {
     const int64_t end = std::min(output.count, begin + kBlockFloats);
     std::fill(out + begin, out + end, 0.0f);
-    for (EntryCursor& cursor : cursors) cursor.add_block(begin, end, out);
+    for (SparseEntryCursor& cursor : cursors) {
+      cursor.visit_below(end, [out](int64_t i, float v) { out[i] += v; });
+    }
     if (divisor == 1.0f) continue;
     if (power_of_two) {
       for (int64_t i = begin; i < end; ++i) out[i] *= reciprocal;

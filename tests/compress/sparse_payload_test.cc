@@ -2,10 +2,12 @@
 // checked by arithmetic rather than a 16 GiB tensor), layout choice, and malformed payloads.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstring>
 #include <limits>
 
 #include "compress/payload.h"
+#include "compress/sparse_entries.h"
 #include "compress/sparse_payload.h"
 #include "sparsifier_test_util.h"
 
@@ -96,6 +98,51 @@ TEST(SparsePayload, SubtractIsTheDenseDecodeSubtractedBitForBit) {
     EXPECT_EQ(std::memcmp(got.data(), expected.data(), count * sizeof(float)), 0)
         << "k " << k << " layout " << static_cast<int>(info.layout);
     layouts.push_back(info.layout);
+  }
+  EXPECT_EQ(layouts, (std::vector<SparseLayout>{SparseLayout::kIndices, SparseLayout::kBitmap,
+                                                SparseLayout::kDense}));
+}
+
+// The cursor visits every layout's entries in index order, a range at a time, wherever the
+// ranges end (mid-byte of a bitmap included), and the visits rebuild the dense decode exactly.
+TEST(SparsePayload, TheEntryCursorVisitsEveryLayoutInRangesAsTheDenseDecodeHasThem) {
+  const int64_t count = 1003;
+  std::vector<SparseLayout> layouts;
+  for (int64_t k : {int64_t{3}, int64_t{200}, int64_t{1003}}) {  // indices, bitmap, dense
+    std::vector<int64_t> indices;
+    std::vector<float> values;
+    for (int64_t i = 0; i < k; ++i) {
+      indices.push_back(i * count / k);
+      values.push_back(0.37f * static_cast<float>(i + 1) - 11.0f);
+    }
+    std::vector<uint8_t> payload(sparse_payload_bound(count, k));
+    size_t written = 0;
+    ASSERT_TRUE(write_sparse_payload(CodecId::kTopK, TIDEGATE_FLOAT32, 0, count, indices.data(),
+                                     values.data(), k, payload.data(), payload.size(), &written)
+                    .is_ok());
+    std::vector<float> decoded(count);
+    ASSERT_TRUE(decode_sparse_payload(CodecId::kTopK, 0, payload.data(), written, view_of(decoded),
+                                      SparseDecode::kOverwrite)
+                    .is_ok());
+    ParsedSparsePayload parsed;
+    ASSERT_TRUE(
+        parse_sparse_payload(CodecId::kTopK, 0, payload.data(), written, count, &parsed).is_ok());
+    layouts.push_back(parsed.layout);
+    for (int64_t step : {int64_t{1}, int64_t{5}, int64_t{8}, int64_t{333}, count}) {
+      SparseEntryCursor cursor(parsed);
+      std::vector<float> rebuilt(count, 0.0f);
+      int64_t last = -1;
+      for (int64_t end = step; end < count + step; end += step) {
+        cursor.visit_below(std::min(end, count), [&](int64_t i, float v) {
+          ASSERT_GT(i, last);
+          ASSERT_LT(i, std::min(end, count));
+          last = i;
+          rebuilt[i] = v;
+        });
+      }
+      EXPECT_EQ(std::memcmp(rebuilt.data(), decoded.data(), count * sizeof(float)), 0)
+          << "k " << k << ", ranges of " << step;
+    }
   }
   EXPECT_EQ(layouts, (std::vector<SparseLayout>{SparseLayout::kIndices, SparseLayout::kBitmap,
                                                 SparseLayout::kDense}));

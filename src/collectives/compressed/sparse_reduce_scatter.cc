@@ -21,12 +21,19 @@
 // and the same in. Against the allgather of payloads ((P-1) k c/8), it wins when the ranks'
 // selections overlap (m_r < k) or when merged regions turn dense (k > n/P); with disjoint sparse
 // selections the allgather moves less.
+//
+// Memory passes per rank: the encoding's (with error feedback, encode_whole_sparse_feedback's
+// compensation), then O(k) to deal the entries into regions, one pass over the n/P merged places
+// and one over the n outputs, both in cache-sized blocks that take their entries from every
+// payload's cursor (sparse_entries.h). Writing the strided regions one after another instead
+// would pass over every output line P times.
 #include <algorithm>
 #include <vector>
 
 #include "collectives/algorithms.h"
 #include "collectives/compressed/compressed_kit.h"
 #include "compress/randomk.h"
+#include "compress/sparse_entries.h"
 #include "compress/sparse_payload.h"
 #include "compress/topk.h"
 
@@ -36,6 +43,11 @@ namespace {
 
 constexpr int kScatterTag = 0;
 constexpr int kGatherTag = 1;
+// Elements per block of the merge and of the assembly: 32 KiB, in the core's cache while the P
+// payloads fill it.
+constexpr int64_t kAssembleBlock = 8192;
+// The sender parses its own payload, whatever flag bits its codec sets there.
+constexpr uint8_t kAnyCodecFlags = 0xff;
 
 // The most entries one rank's encoding keeps of n (threshold: no bound but n).
 int64_t max_kept(const Codec& codec, int64_t n) {
@@ -58,21 +70,12 @@ class SparseReduceScatterTask : public CollectiveTask {
   const char* algorithm() const override { return "sparse_reduce_scatter"; }
 
   Status start() override {
-    if (op_.error_feedback) TG_RETURN_IF_ERROR(check_finite_input(op_));
     const int64_t n = op_.count();
-    BufferPool& pool = op_.state->buffers();
-    PooledBuffer scratch = pool.take_floats(n), sent = pool.take_floats(n);
-    const float* compensated = nullptr;
-    float* residual = nullptr;
-    TG_RETURN_IF_ERROR(load_compensated(op_, 0, n, scratch.floats(), &compensated, &residual));
-    PooledBuffer payload;
-    TG_RETURN_IF_ERROR(encode_whole(op_, float_view(compensated, n),
-                                    encoding_seed(op_, 0, /*per_rank=*/true), &payload));
-    // What the encoding keeps, as a dense tensor (zeros elsewhere): the sender's own view.
-    TG_RETURN_IF_ERROR(
-        op_.codec->decode(payload.data(), payload.size, float_view(sent.floats(), n)));
-    if (residual != nullptr) update_residual(residual, compensated, sent.floats(), n);
-    TG_RETURN_IF_ERROR(write_regions(sent.floats()));
+    if (op_.codec->decodes_sparse()) {
+      TG_RETURN_IF_ERROR(encode_entries());
+    } else {
+      TG_RETURN_IF_ERROR(encode_densely());
+    }
 
     const int64_t kept = max_kept(*op_.codec, n);
     for (int step = 1; step < op_.size; ++step) {
@@ -119,38 +122,87 @@ class SparseReduceScatterTask : public CollectiveTask {
     return n > r ? (n - r + op_.size - 1) / op_.size : 0;
   }
 
-  // Region r of the kept entries (sent[r], sent[r + P], ...) as a sparse payload with
-  // region-local indices.
-  Status write_regions(const float* sent) {
+  // Step 1 for the index-sending sparsifiers (top-k, threshold): the encoding (with error
+  // feedback, the sender residual keeps what it leaves out, in O(k) after the compensation), its
+  // entries dealt into the P regions as they come, in index order. No pass over the dense
+  // tensor beyond the encoding's own.
+  Status encode_entries() {
+    const int64_t n = op_.count();
+    const uint64_t seed = encoding_seed(op_, 0, /*per_rank=*/true);
+    PooledBuffer payload;
+    if (op_.error_feedback) {
+      TG_RETURN_IF_ERROR(encode_whole_sparse_feedback(op_, seed, &payload));
+    } else {
+      BufferPool& pool = op_.state->buffers();
+      PooledBuffer scratch = pool.take_floats(op_.input.dtype == TIDEGATE_FLOAT32 ? 0 : n);
+      const float* values = nullptr;
+      float* unused = nullptr;
+      TG_RETURN_IF_ERROR(load_compensated(op_, 0, n, scratch.floats(), &values, &unused));
+      TG_RETURN_IF_ERROR(encode_whole(op_, float_view(values, n), seed, &payload));
+    }
+    ParsedSparsePayload parsed;
+    TG_RETURN_IF_ERROR(parse_sparse_payload(op_.codec->id(), kAnyCodecFlags, payload.data(),
+                                            payload.size, n, &parsed));
+    std::vector<std::vector<int64_t>> indices(static_cast<size_t>(op_.size));
+    std::vector<std::vector<float>> values(static_cast<size_t>(op_.size));
+    SparseEntryCursor entries(parsed);
+    entries.visit_below(n, [&](int64_t i, float v) {
+      if (v == 0.0f) return;  // the dense layout's zeros are not entries
+      const auto r = static_cast<size_t>(i % op_.size);
+      indices[r].push_back(i / op_.size);
+      values[r].push_back(v);
+    });
+    return write_regions(indices, values);
+  }
+
+  // Step 1 for random-k, whose payload holds seeded indices rather than the sparse layout: its
+  // decoding, a dense tensor (zeros elsewhere), is the sender's own view, read back per region.
+  Status encode_densely() {
+    if (op_.error_feedback) TG_RETURN_IF_ERROR(check_finite_input(op_));
+    const int64_t n = op_.count();
+    BufferPool& pool = op_.state->buffers();
+    PooledBuffer scratch = pool.take_floats(n), sent = pool.take_floats(n);
+    const float* compensated = nullptr;
+    float* residual = nullptr;
+    TG_RETURN_IF_ERROR(load_compensated(op_, 0, n, scratch.floats(), &compensated, &residual));
+    PooledBuffer payload;
+    TG_RETURN_IF_ERROR(encode_whole(op_, float_view(compensated, n),
+                                    encoding_seed(op_, 0, /*per_rank=*/true), &payload));
+    TG_RETURN_IF_ERROR(
+        op_.codec->decode(payload.data(), payload.size, float_view(sent.floats(), n)));
+    if (residual != nullptr) update_residual(residual, compensated, sent.floats(), n);
+    std::vector<std::vector<int64_t>> indices(static_cast<size_t>(op_.size));
+    std::vector<std::vector<float>> values(static_cast<size_t>(op_.size));
+    for (int64_t i = 0; i < n; ++i) {
+      const float v = sent.floats()[i];
+      if (v == 0.0f) continue;
+      indices[static_cast<size_t>(i % op_.size)].push_back(i / op_.size);
+      values[static_cast<size_t>(i % op_.size)].push_back(v);
+    }
+    return write_regions(indices, values);
+  }
+
+  // Region r's entries (region-local indices: element i is place i div P of region i mod P) as
+  // a sparse payload each.
+  Status write_regions(const std::vector<std::vector<int64_t>>& indices,
+                       const std::vector<std::vector<float>>& values) {
     regions_.resize(static_cast<size_t>(op_.size));
-    std::vector<int64_t> indices;
-    std::vector<float> values;
     for (int r = 0; r < op_.size; ++r) {
-      indices.clear();
-      values.clear();
       const int64_t length = region_length(r);
-      for (int64_t j = 0; j < length; ++j) {
-        const float v = sent[j * op_.size + r];
-        if (v != 0.0f) {
-          indices.push_back(j);
-          values.push_back(v);
-        }
-      }
-      const int64_t k = static_cast<int64_t>(indices.size());
+      const auto k = static_cast<int64_t>(indices[r].size());
       const size_t bound = sparse_payload_bound(length, k);
       regions_[r] = op_.state->buffers().take(bound);
       TG_RETURN_IF_ERROR(write_sparse_payload(op_.codec->id(), TIDEGATE_FLOAT32, 0, length,
-                                              indices.data(), values.data(), k, regions_[r].data(),
-                                              bound, &regions_[r].size));
+                                              indices[r].data(), values[r].data(), k,
+                                              regions_[r].data(), bound, &regions_[r].size));
     }
     return Status::ok();
   }
 
-  Status decode_region(int from, const uint8_t* payload, size_t bytes, float* region,
-                       int64_t length, bool add) const {
-    Status st =
-        decode_sparse_payload(op_.codec->id(), 0, payload, bytes, float_view(region, length),
-                              add ? SparseDecode::kAdd : SparseDecode::kOverwrite);
+  // A region payload of `length` places from rank `from`, checked whole before any use.
+  Status parse_region(int from, const uint8_t* payload, size_t bytes, int64_t length,
+                      ParsedSparsePayload* parsed) const {
+    Status st = parse_sparse_payload(op_.codec->id(), 0, payload, bytes, length, parsed);
     if (!st.is_ok()) {
       return Status(st.code(), "sparse_reduce_scatter: rank " + std::to_string(from) +
                                    "'s region payload does not decode: " + st.message());
@@ -167,20 +219,36 @@ class SparseReduceScatterTask : public CollectiveTask {
       const Inbox::Message& m = inbox_.message(i);
       if (m.tag == kScatterTag) by_rank[m.peer] = &m;
     }
-    std::vector<float> sum(static_cast<size_t>(length), 0.0f);
+    // Block by block in the cache, each block taking its places from every rank's payload in
+    // rank order (+0.0 plus each contribution, as a decode-add of each payload in turn would).
+    std::vector<SparseEntryCursor> parts;
+    int64_t entries = 0;
     for (int r = 0; r < op_.size; ++r) {
       const uint8_t* payload = r == op_.rank ? regions_[r].data() : by_rank[r]->buffer.data();
       const size_t bytes = r == op_.rank ? regions_[r].size : by_rank[r]->bytes;
-      TG_RETURN_IF_ERROR(decode_region(r, payload, bytes, sum.data(), length, true));
+      ParsedSparsePayload parsed;
+      TG_RETURN_IF_ERROR(parse_region(r, payload, bytes, length, &parsed));
+      entries += parsed.k;
+      parts.emplace_back(parsed);
     }
     std::vector<int64_t> indices;
     std::vector<float> values;
+    indices.reserve(static_cast<size_t>(std::min(entries, length)));
+    values.reserve(static_cast<size_t>(std::min(entries, length)));
+    std::vector<float> block(static_cast<size_t>(kAssembleBlock));
     const float ranks = static_cast<float>(op_.size);
-    for (int64_t j = 0; j < length; ++j) {
-      const float v = op_.average ? sum[j] / ranks : sum[j];
-      if (v != 0.0f) {
-        indices.push_back(j);
-        values.push_back(v);
+    for (int64_t begin = 0; begin < length; begin += kAssembleBlock) {
+      const int64_t end = std::min(length, begin + kAssembleBlock);
+      std::fill(block.begin(), block.end(), 0.0f);
+      for (SparseEntryCursor& part : parts) {
+        part.visit_below(end, [&](int64_t j, float v) { block[j - begin] += v; });
+      }
+      for (int64_t j = begin; j < end; ++j) {
+        const float v = op_.average ? block[j - begin] / ranks : block[j - begin];
+        if (v != 0.0f) {
+          indices.push_back(j);
+          values.push_back(v);
+        }
       }
     }
     const int64_t k = static_cast<int64_t>(indices.size());
@@ -196,13 +264,12 @@ class SparseReduceScatterTask : public CollectiveTask {
     return Status::ok();
   }
 
-  // Every merged region, decoded from the bytes every rank holds, into its strided places.
+  // Every merged region, from the bytes every rank holds, into its strided places: all P are
+  // checked first (a bad one leaves the output untouched), then the output is written once,
+  // block by block, each block taking its places from every region's cursor.
   Status assemble_output() {
     const int64_t n = op_.count();
-    PooledBuffer result_buffer = op_.state->buffers().take_floats(n);
-    PooledBuffer region_buffer = op_.state->buffers().take_floats(region_length(0));
-    float* result = result_buffer.floats();
-    float* region = region_buffer.floats();
+    std::vector<SparseEntryCursor> regions;
     for (int r = 0; r < op_.size; ++r) {
       const uint8_t* payload = merged_.data();
       size_t bytes = merged_.size;
@@ -215,11 +282,24 @@ class SparseReduceScatterTask : public CollectiveTask {
           }
         }
       }
-      const int64_t length = region_length(r);
-      TG_RETURN_IF_ERROR(decode_region(r, payload, bytes, region, length, false));
-      for (int64_t j = 0; j < length; ++j) result[j * op_.size + r] = region[j];
+      ParsedSparsePayload parsed;
+      TG_RETURN_IF_ERROR(parse_region(r, payload, bytes, region_length(r), &parsed));
+      regions.emplace_back(parsed);
     }
-    store_result(op_, result, 0, n);
+    PooledBuffer scratch =
+        op_.state->buffers().take_floats(op_.output.dtype == TIDEGATE_FLOAT32 ? 0 : n);
+    float* result = result_slot(op_, 0, scratch.floats());
+    const auto p = static_cast<int64_t>(op_.size);
+    for (int64_t begin = 0; begin < n; begin += kAssembleBlock) {
+      const int64_t end = std::min(n, begin + kAssembleBlock);
+      std::fill(result + begin, result + end, 0.0f);
+      for (int64_t r = 0; r < p; ++r) {
+        // Places j of region r with j P + r < end.
+        const int64_t places = end > r ? (end - r + p - 1) / p : 0;
+        regions[r].visit_below(places, [&](int64_t j, float v) { result[j * p + r] = v; });
+      }
+    }
+    finish_result(op_, result, 0, n);
     return Status::ok();
   }
 
