@@ -40,9 +40,13 @@ class CompressedCase {
   int64_t count() const { return count_; }
   const std::string& codec_spec() const { return spec_; }
 
-  // One timed compressed allreduce (blocking); *bytes_sent is this rank's payload bytes and
+  // One timed compressed allreduce: the blocking call, as the dense rows time tidegate_allreduce
+  // (the caller runs the op itself; a post and a wait would hand it to the progress thread and
+  // back, tens of microseconds a small op does not take in a blocking call).
+  tidegate_status_t run(tidegate_comm_t comm);
+  // The same op posted and waited for, untimed: *bytes_sent is this rank's payload bytes and
   // *choice what ran it (tidegate_request_choice).
-  tidegate_status_t run(tidegate_comm_t comm, uint64_t* bytes_sent, std::string* choice);
+  tidegate_status_t run_reporting(tidegate_comm_t comm, uint64_t* bytes_sent, std::string* choice);
   // The check run (collective: every rank calls it).
   Status check(tidegate_comm_t comm, CompressedCheck* result);
 

@@ -18,6 +18,18 @@ Status CodecCache::get(const std::string& spec, std::shared_ptr<const Codec>* co
   return Status::ok();
 }
 
+Status CodecCache::get_allow_list(const std::string& text, AllowList* allowed) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto it = allow_lists_.find(text);
+  if (it == allow_lists_.end()) {
+    AllowList parsed;
+    TG_RETURN_IF_ERROR(parse_allow_list(text.c_str(), "the allowed option", &parsed));
+    it = allow_lists_.emplace(text, std::move(parsed)).first;
+  }
+  *allowed = it->second;
+  return Status::ok();
+}
+
 Status compressed_allreduce_args(const tidegate_tensor_t* input, const tidegate_tensor_t* output,
                                  tidegate_reduce_op_t op, const tidegate_compression_t* options,
                                  CodecCache* codecs, const AllowList& default_allowed,
@@ -33,8 +45,7 @@ Status compressed_allreduce_args(const tidegate_tensor_t* input, const tidegate_
     if (codec->id() == CodecId::kNone) return Status::ok();  // the plain allreduce
     TG_CHECK_ARG(options->allowed == nullptr || options->allowed[0] == '\0',
                  std::string("compressed allreduce: an allow-list (\"") + options->allowed +
-                     "\") is for codec \"auto\"; codec \"" + options->codec +
-                     "\" is fixed");
+                     "\") is for codec \"auto\"; codec \"" + options->codec + "\" is fixed");
   }
 
   TG_CHECK_ARG(op == TIDEGATE_SUM || op == TIDEGATE_AVG,
@@ -63,8 +74,7 @@ Status compressed_allreduce_args(const tidegate_tensor_t* input, const tidegate_
                      compression.algorithm + "\" needs a fixed codec");
     compression.auto_codec = true;
     if (options->allowed != nullptr && options->allowed[0] != '\0') {
-      TG_RETURN_IF_ERROR(parse_allow_list(options->allowed, "the allowed option",
-                                          &compression.allowed));
+      TG_RETURN_IF_ERROR(codecs->get_allow_list(options->allowed, &compression.allowed));
     } else {
       compression.allowed = default_allowed;
     }

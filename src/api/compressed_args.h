@@ -16,17 +16,22 @@
 
 namespace tidegate {
 
-// Parsed codecs by spec string; thread-safe. Codecs are immutable, so one object serves every op.
+using AllowList = std::vector<std::shared_ptr<const Codec>>;
+
+// Parsed codecs by spec string, and parsed allow-lists by their text; thread-safe. Codecs are
+// immutable, so one object serves every op, and a training loop that passes the same strings
+// every step parses them once (and hands the planner the same codec objects, which it then
+// recognises without comparing spec strings).
 class CodecCache {
  public:
   Status get(const std::string& spec, std::shared_ptr<const Codec>* codec);
+  Status get_allow_list(const std::string& text, AllowList* allowed);
 
  private:
   std::mutex mutex_;
   std::map<std::string, std::shared_ptr<const Codec>> codecs_;
+  std::map<std::string, AllowList> allow_lists_;
 };
-
-using AllowList = std::vector<std::shared_ptr<const Codec>>;
 
 // Validates the tensors, the op and the options; args becomes a dense allreduce for codec "none",
 // an auto one for codec "auto" (its allow-list: options->allowed, else `default_allowed`, the

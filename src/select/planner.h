@@ -101,7 +101,8 @@ class Planner {
                            PlanDecision* decision) const;
   // A codec plan and its online state; its statistics follow the dense plan's in local_.
   struct CodecSection {
-    std::string key;  // allow_list_text()
+    std::string key;                                    // allow_list_text()
+    std::vector<std::shared_ptr<const Codec>> allowed;  // the codec objects it was made for
     CodecPlan plan;
     std::vector<int> overrides;  // per entry, as overrides_
     size_t first_slot = 0;       // of its (entry, choice) slots in local_ / agreed_

@@ -16,8 +16,16 @@ namespace tidegate {
 
 Status Planner::section_for(const std::vector<std::shared_ptr<const Codec>>& allowed,
                             size_t* index) {
-  const std::string key = allow_list_text(allowed);
   std::lock_guard<std::mutex> lock(mutex_);
+  // The same codec objects as before (the API caches parsed allow-lists): found without
+  // building the key, which formats every codec's spec.
+  for (size_t i = 0; i < sections_.size(); ++i) {
+    if (sections_[i]->allowed == allowed) {
+      *index = i;
+      return Status::ok();
+    }
+  }
+  const std::string key = allow_list_text(allowed);
   for (size_t i = 0; i < sections_.size(); ++i) {
     if (sections_[i]->key == key) {
       *index = i;
@@ -26,6 +34,7 @@ Status Planner::section_for(const std::vector<std::shared_ptr<const Codec>>& all
   }
   auto section = std::make_unique<CodecSection>();
   section->key = key;
+  section->allowed = allowed;
   TG_RETURN_IF_ERROR(CodecPlan::build(inputs_, plan_, allowed, &section->plan));
   section->overrides.assign(section->plan.entries().size(), -1);
   section->first_slot = local_.size() / 2;
@@ -52,10 +61,11 @@ std::string Planner::codec_plan_tables() const {
     for (size_t e = 0; e < section->overrides.size(); ++e) {
       if (section->overrides[e] < 0) continue;
       const CodecPlanEntry& entry = section->plan.entries()[e];
-      text += "  online: " + std::to_string(entry.min_bytes) + ".." +
-              (entry.max_bytes == INT64_MAX ? std::string("inf") : std::to_string(entry.max_bytes)) +
-              " B now runs " + entry.ranked[static_cast<size_t>(section->overrides[e])].name() +
-              " (measured)\n";
+      text +=
+          "  online: " + std::to_string(entry.min_bytes) + ".." +
+          (entry.max_bytes == INT64_MAX ? std::string("inf") : std::to_string(entry.max_bytes)) +
+          " B now runs " + entry.ranked[static_cast<size_t>(section->overrides[e])].name() +
+          " (measured)\n";
     }
   }
   return text;
@@ -108,8 +118,8 @@ void Planner::record_codec(const CollectiveArgs& args, const PlanDecision& decis
   if (static_cast<size_t>(decision.codec_choice) >= kTrackedChoices) return;
   const CodecSection& section = *sections_[static_cast<size_t>(decision.codec_section)];
   const CodecPlanEntry& entry = section.plan.entries()[static_cast<size_t>(decision.codec_entry)];
-  const double predicted = section.plan.cost(
-      entry.ranked[static_cast<size_t>(decision.codec_choice)], plan_bytes(args));
+  const double predicted =
+      section.plan.cost(entry.ranked[static_cast<size_t>(decision.codec_choice)], plan_bytes(args));
   if (!(predicted > 0)) return;
   const size_t k = section.first_slot +
                    static_cast<size_t>(decision.codec_entry) * kTrackedChoices +
