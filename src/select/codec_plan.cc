@@ -24,6 +24,14 @@ constexpr double kDenseMargin = 1.05;
 // model's, so re-planning compares measurements with the model alone.
 double ranking_bias_us(const PlanInputs& inputs) { return identity_check_cost(inputs); }
 
+// Adjacent size buckets with the same ranking share an entry only up to this span (largest
+// size over smallest) once past kMergeFreeBytes: re-planning judges an entry by what its ops
+// measured, and a codec that loses to dense at 16 KiB (its fixed costs) says nothing of it at
+// 64 MiB, where it may be ten times faster. An entry from 8 KiB to the top of the grid once
+// went dense at every size after one measurement at 16 KiB.
+constexpr int64_t kMergeSpan = 4;
+constexpr int64_t kMergeFreeBytes = 4096;
+
 // `codec` with `algorithm` on the inputs' transport t.
 CodecChoice choice_on(const PlanInputs& inputs, const std::shared_ptr<const Codec>& codec,
                       const AlgorithmRow* algorithm, size_t t) {
@@ -225,7 +233,13 @@ Status CodecPlan::build(const PlanInputs& inputs, const Plan& dense,
       }
       return true;
     };
-    if (!built.entries_.empty() && same(built.entries_.back(), e)) {
+    auto close = [](const CodecPlanEntry& a, const CodecPlanEntry& z) {
+      return z.max_bytes < kMergeFreeBytes ||
+             (z.max_bytes != INT64_MAX &&
+              z.max_bytes / kMergeSpan < std::max<int64_t>(a.min_bytes, 1));
+    };
+    if (!built.entries_.empty() && same(built.entries_.back(), e) &&
+        close(built.entries_.back(), e)) {
       built.entries_.back().max_bytes = e.max_bytes;
     } else {
       built.entries_.push_back(std::move(e));

@@ -6,6 +6,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "compress/codec_allow_list.h"
 #include "select/tune.h"
 
@@ -80,6 +82,20 @@ TEST(CodecPlan, ASlowLinkCompressesLargeTensorsAndSendsSmallOnesDense) {
       << built->codecs.to_table();
   // A KiB is latency-bound: the identity check and the codecs' passes do not pay.
   EXPECT_TRUE(top(built->codecs, 1 * kKiB).dense()) << built->codecs.to_table();
+}
+
+// Re-planning judges an entry by what its ops measured, so an entry must not stretch from sizes
+// where a codec's fixed costs decide to sizes where its wire savings do: past 4 KiB no entry
+// spans more than a factor of 4, even where one ranking holds from 8 KiB to the top.
+TEST(CodecPlan, EntriesPastFourKiBSpanAtMostAFactorOfFour) {
+  const auto built = build_ok(link_inputs(0.125), allow(kThree));
+  EXPECT_NE(built->codecs.find(16 * kKiB), built->codecs.find(64 * kMiB));
+  for (const CodecPlanEntry& e : built->codecs.entries()) {
+    if (e.max_bytes < 4 * kKiB || e.max_bytes == INT64_MAX) continue;
+    EXPECT_LT(e.max_bytes, 4 * std::max<int64_t>(e.min_bytes, 1))
+        << e.min_bytes << ".." << e.max_bytes << "\n"
+        << built->codecs.to_table();
+  }
 }
 
 TEST(CodecPlan, AFastLinkStaysDense) {
