@@ -105,8 +105,14 @@ Status TopKCodec::encode_reusing_threshold(const TensorView& input, uint32_t* th
     return nonfinite_input(CodecId::kTopK, selection.nonfinite,
                            element_value(input, selection.nonfinite));
   }
+  return write_and_lower_threshold(selection, n, threshold, out, capacity, written);
+}
+
+Status TopKCodec::write_and_lower_threshold(const TopKSelection& selection, int64_t n,
+                                            uint32_t* threshold, uint8_t* out, size_t capacity,
+                                            size_t* written) const {
   const uint8_t flags = config_.mode == TopKMode::kApprox ? kTopKApproxFlag : 0;
-  TG_RETURN_IF_ERROR(write_sparse_payload(CodecId::kTopK, input.dtype, flags, n,
+  TG_RETURN_IF_ERROR(write_sparse_payload(CodecId::kTopK, TIDEGATE_FLOAT32, flags, n,
                                           selection.indices.get(), selection.values.get(),
                                           selection.size, out, capacity, written));
   // The next step's threshold: 0.9 of the smallest magnitude kept now.
@@ -118,6 +124,35 @@ Status TopKCodec::encode_reusing_threshold(const TensorView& input, uint32_t* th
   if (std::isfinite(smallest) && smallest > 0) {
     const float lowered = smallest * 0.9f;
     std::memcpy(threshold, &lowered, sizeof lowered);
+  }
+  return Status::ok();
+}
+
+bool TopKCodec::encodes_sum_reusing_threshold(int64_t n, uint32_t threshold) const {
+  const int64_t k = k_for(n);
+  return threshold != 0 && k > 0 && k < n;
+}
+
+Status TopKCodec::encode_sum_reusing_threshold(const float* x, const float* r, float* sum,
+                                               int64_t n, uint32_t* threshold, uint8_t* out,
+                                               size_t capacity, size_t* written,
+                                               int64_t* nonfinite) const {
+  TG_CHECK_ARG(encodes_sum_reusing_threshold(n, *threshold),
+               "topk codec: encode_sum_reusing_threshold needs a threshold and 0 < k < n");
+  TensorView like;
+  like.count = n;
+  like.dtype = TIDEGATE_FLOAT32;
+  TG_CHECK_ARG(capacity >= max_payload_bytes(like), "topk codec: output capacity too small");
+  const int64_t k = k_for(n);
+  TopKSelection selection;
+  select_top_k_above_sum(x, r, sum, n, k, config_.mode, *threshold, k + k / 4, &selection);
+  *nonfinite = selection.nonfinite;
+  if (selection.nonfinite >= 0) return Status::ok();
+  TG_RETURN_IF_ERROR(write_and_lower_threshold(selection, n, threshold, out, capacity, written));
+  // What was sent leaves the sum (x - x is +0.0, as decode_subtract() of the payload gives).
+  for (int64_t i = 0; i < selection.size; ++i) {
+    float& kept = sum[selection.indices[i]];
+    kept = kept - selection.values[i];
   }
   return Status::ok();
 }

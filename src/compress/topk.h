@@ -63,12 +63,27 @@ class TopKCodec final : public Codec {
   Status encode_reusing_threshold(const TensorView& input, uint32_t* threshold, uint8_t* out,
                                   size_t capacity, size_t* written) const;
 
+  // encode_reusing_threshold() fused with error feedback's compensation, for a float32 tensor
+  // of n elements whose *threshold is set and 0 < k < n (encodes_sum_reusing_threshold()):
+  // selects from s = x + r (r may be null: x + 0.0), writing s into sum[0, n) as it reads x and
+  // r once (topk_select.h, select_top_k_above_sum), then subtracts what the payload holds from
+  // sum, which is then the next residual, bit for bit what compensating, encoding and
+  // decode_subtract() give one after another. When s holds a NaN or infinity, *nonfinite is the
+  // first one's index, nothing is written to out and sum is not a residual; else -1.
+  bool encodes_sum_reusing_threshold(int64_t n, uint32_t threshold) const;
+  Status encode_sum_reusing_threshold(const float* x, const float* r, float* sum, int64_t n,
+                                      uint32_t* threshold, uint8_t* out, size_t capacity,
+                                      size_t* written, int64_t* nonfinite) const;
+
   // The number of elements kept for a tensor of `count` elements (an upper bound in approx mode).
   int64_t k_for(int64_t count) const;
   const TopKConfig& config() const { return config_; }
 
  private:
   explicit TopKCodec(const TopKConfig& config) : config_(config) {}
+  // Writes the selection's payload (float32 values) and sets *threshold for the next step.
+  Status write_and_lower_threshold(const TopKSelection& selection, int64_t n, uint32_t* threshold,
+                                   uint8_t* out, size_t capacity, size_t* written) const;
   TopKConfig config_;
 };
 

@@ -222,6 +222,26 @@ void select_top_k(const float* x, int64_t n, int64_t k, TopKMode mode, TopKSelec
   select_top_k_above(x, n, k, mode, threshold, expected, out, stats, threads);
 }
 
+namespace {
+
+// What select_top_k_above() and select_top_k_above_sum() do once the collecting pass is over:
+// the best k of the candidates, or the full strategy on x when too few passed.
+void finish_selection(const float* x, int64_t n, int64_t k, TopKMode mode, int64_t bad,
+                      Candidates* c, TopKSelection* out, TopKStats* stats) {
+  if (bad < 0 && c->kept.size >= k) {
+    keep_best(c, k);
+  } else if (bad < 0 && (mode == TopKMode::kExact || c->kept.size < approx_min_kept(k))) {
+    stats->fell_back = true;
+    select_top_k_full(x, n, k, out);
+    return;
+  }
+  *out = std::move(c->kept);
+  out->nonfinite = bad;
+  if (bad >= 0) out->size = 0;
+}
+
+}  // namespace
+
 void select_top_k_above(const float* x, int64_t n, int64_t k, TopKMode mode, uint32_t threshold,
                         int64_t expected, TopKSelection* out, TopKStats* stats, int threads) {
   TopKStats local;
@@ -235,16 +255,29 @@ void select_top_k_above(const float* x, int64_t n, int64_t k, TopKMode mode, uin
       static_cast<int>(std::clamp<int64_t>(blocks / kMinBlocksPerThread, 1, std::max(threads, 1)));
   Candidates c(0);
   const int64_t bad = collect_ranges(x, n, k, threshold, expected, ranges, &c, stats);
-  if (bad < 0 && c.kept.size >= k) {
-    keep_best(&c, k);
-  } else if (bad < 0 && (mode == TopKMode::kExact || c.kept.size < approx_min_kept(k))) {
-    stats->fell_back = true;
-    select_top_k_full(x, n, k, out);
-    return;
+  finish_selection(x, n, k, mode, bad, &c, out, stats);
+}
+
+void select_top_k_above_sum(const float* x, const float* r, float* sum, int64_t n, int64_t k,
+                            TopKMode mode, uint32_t threshold, int64_t expected,
+                            TopKSelection* out) {
+  // Chunks of 16 KiB: written, then scanned while they are still in the core's cache.
+  constexpr int64_t kChunk = 4096;  // a multiple of kScanBlock
+  TopKStats stats;
+  threshold = std::min(threshold, kNonFiniteMagnitude);
+  k = std::clamp<int64_t>(k, 1, n);
+  Candidates c(std::min(n, 2 * std::max(k, expected) + 4 * kScanBlock));
+  int64_t bad = -1;
+  for (int64_t begin = 0; begin < n && bad < 0; begin += kChunk) {
+    const int64_t end = std::min(n, begin + kChunk);
+    if (r != nullptr) {
+      for (int64_t i = begin; i < end; ++i) sum[i] = x[i] + r[i];
+    } else {
+      for (int64_t i = begin; i < end; ++i) sum[i] = x[i] + 0.0f;
+    }
+    bad = collect(sum, begin, end, k, threshold, &c, &stats.compactions);
   }
-  *out = std::move(c.kept);
-  out->nonfinite = bad;
-  if (bad >= 0) out->size = 0;
+  finish_selection(sum, n, k, mode, bad, &c, out, &stats);
 }
 
 }  // namespace tidegate

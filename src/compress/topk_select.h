@@ -75,6 +75,15 @@ void select_top_k_above(const float* x, int64_t n, int64_t k, TopKMode mode, uin
                         int64_t expected, TopKSelection* out, TopKStats* stats = nullptr,
                         int threads = 1);
 
+// select_top_k_above() of s = x + r (r may be null: s = x + 0.0, so -0.0 becomes +0.0), which it
+// writes into sum[0, n) as it goes: each chunk of s is computed and scanned while it is in the
+// cache, so error feedback's compensation and the selection read the tensor once between them.
+// When s holds a NaN or infinity, out->nonfinite is the first one's index (sum is then written
+// up to its chunk only). Single-threaded. n >= 1, 1 <= k <= n.
+void select_top_k_above_sum(const float* x, const float* r, float* sum, int64_t n, int64_t k,
+                            TopKMode mode, uint32_t threshold, int64_t expected,
+                            TopKSelection* out);
+
 // The full strategy alone (the reference the sampled one must match; also used by tests).
 void select_top_k_full(const float* x, int64_t n, int64_t k, TopKSelection* out);
 

@@ -51,13 +51,81 @@ TEST(TopK, ReusedThresholdGivesTheSamePayloadAsAFreshSelection) {
     const std::vector<uint8_t> fresh = encode_ok(*codec, view_of(x));
     std::vector<uint8_t> reused(codec->max_payload_bytes(view_of(x)));
     size_t written = 0;
-    ASSERT_TRUE(
-        topk.encode_reusing_threshold(view_of(x), &threshold, reused.data(), reused.size(), &written)
-            .is_ok());
+    ASSERT_TRUE(topk.encode_reusing_threshold(view_of(x), &threshold, reused.data(), reused.size(),
+                                              &written)
+                    .is_ok());
     reused.resize(written);
     EXPECT_EQ(reused, fresh) << "step " << step;
     EXPECT_NE(threshold, 0u) << "no threshold kept after step " << step;
   }
+}
+
+// The fused error-feedback path gives, bit for bit, what compensating, encoding with the reused
+// threshold and subtracting the payload give one after another: the same payload, the same
+// next threshold and the same residual, -0.0 inputs included; with and without a residual, in
+// both modes, and when the threshold is too high (the exact fallback) or far too low (compactions).
+TEST(TopK, TheFusedSumEncodingIsCompensateEncodeSubtractBitForBit) {
+  for (const char* spec : {"topk:ratio=0.01", "topk:ratio=0.01,mode=approx"}) {
+    auto codec = codec_from(spec);
+    const auto& topk = static_cast<const TopKCodec&>(*codec);
+    const int64_t n = 300001;
+    for (int variant = 0; variant < 4; ++variant) {
+      std::vector<float> x = normal_floats(n, 31 + variant);
+      std::vector<float> r = normal_floats(n, 77 + variant);
+      for (int64_t i = 0; i < n; i += 97) x[i] = -0.0f;
+      const bool with_residual = variant != 1;
+      // A threshold near the k-th magnitude (variant 0, 1), above every element (2: nothing
+      // passes, the exact mode falls back) or far below it (3: the buffer compacts).
+      uint32_t threshold = variant == 2 ? 0x7f000000u : (variant == 3 ? 0x30000000u : 0x40000000u);
+      uint32_t fused_threshold = threshold;
+      std::vector<float> expected_sum(n);
+      for (int64_t i = 0; i < n; ++i) expected_sum[i] = x[i] + (with_residual ? r[i] : 0.0f);
+      std::vector<uint8_t> expected(codec->max_payload_bytes(view_of(x)));
+      size_t expected_bytes = 0;
+      const Status encoded = topk.encode_reusing_threshold(
+          view_of(expected_sum), &threshold, expected.data(), expected.size(), &expected_bytes);
+      ASSERT_TRUE(encoded.is_ok()) << encoded.to_string();
+      ASSERT_TRUE(
+          codec->decode_subtract(expected.data(), expected_bytes, view_of(expected_sum)).is_ok());
+      std::vector<uint8_t> got(expected.size());
+      std::vector<float> sum(n, 5.0f);
+      size_t got_bytes = 0;
+      int64_t nonfinite = 0;
+      ASSERT_TRUE(topk.encodes_sum_reusing_threshold(n, fused_threshold));
+      ASSERT_TRUE(topk.encode_sum_reusing_threshold(x.data(), with_residual ? r.data() : nullptr,
+                                                    sum.data(), n, &fused_threshold, got.data(),
+                                                    got.size(), &got_bytes, &nonfinite)
+                      .is_ok());
+      EXPECT_EQ(nonfinite, -1);
+      got.resize(got_bytes);
+      expected.resize(expected_bytes);
+      EXPECT_EQ(got, expected) << spec << " variant " << variant;
+      EXPECT_EQ(fused_threshold, threshold) << spec << " variant " << variant;
+      EXPECT_EQ(std::memcmp(sum.data(), expected_sum.data(), n * sizeof(float)), 0)
+          << spec << " variant " << variant;
+    }
+  }
+}
+
+TEST(TopK, TheFusedSumEncodingNamesTheFirstNonFiniteSum) {
+  auto codec = codec_from("topk:ratio=0.01");
+  const auto& topk = static_cast<const TopKCodec&>(*codec);
+  const int64_t n = 100000;
+  std::vector<float> x = normal_floats(n, 5), r(n, 0.0f), sum(n);
+  x[70000] = std::numeric_limits<float>::quiet_NaN();
+  x[60000] = 3e38f;  // plus its residual overflows: the first non-finite sum
+  r[60000] = 3e38f;
+  std::vector<uint8_t> out(codec->max_payload_bytes(view_of(x)), 0xab);
+  const std::vector<uint8_t> untouched = out;
+  uint32_t threshold = 0x40000000u;
+  size_t written = 0;
+  int64_t nonfinite = -1;
+  ASSERT_TRUE(topk.encode_sum_reusing_threshold(x.data(), r.data(), sum.data(), n, &threshold,
+                                                out.data(), out.size(), &written, &nonfinite)
+                  .is_ok());
+  EXPECT_EQ(nonfinite, 60000);
+  EXPECT_EQ(out, untouched);
+  EXPECT_EQ(threshold, 0x40000000u);
 }
 
 TEST(TopK, TiesGoToTheLowerIndexEveryTime) {

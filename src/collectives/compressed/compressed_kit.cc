@@ -138,6 +138,18 @@ Status encode_whole(const CompressedOp& op, const TensorView& compensated, uint6
 
 namespace {
 
+// The error of a compensated tensor whose element `index` is not finite: the input element
+// when it is NaN or infinite itself (the first such, named by check_finite_input), else the
+// overflow of that element plus its residual.
+Status compensation_error(const CompressedOp& op, const float* residual, int64_t index) {
+  TG_RETURN_IF_ERROR(check_finite_input(op));
+  return invalid_argument(
+      std::string("codec ") + op.codec->spec() + ": input element " + std::to_string(index) + " (" +
+      std::to_string(element_value(op.input, index)) + ") plus its error-feedback residual (" +
+      std::to_string(residual != nullptr ? residual[index] : 0.0f) +
+      ") overflows float32 (residuals unchanged)");
+}
+
 // next[i] = input[i] + residual[i] (the compensated gradient error feedback encodes), in one
 // pass; a key without a residual yet adds +0.0, as a zero residual would (-0.0 + 0.0 is +0.0).
 // INVALID_ARGUMENT naming the first element whose input or sum is not finite.
@@ -155,14 +167,33 @@ Status compensate_into(const CompressedOp& op, const float* residual, float* nex
       for (int64_t i = 0; i < n; ++i) out[i] = x[i] + 0.0f;
     }
     const int64_t bad = first_nonfinite(out, n);
-    if (bad < 0) continue;
-    TG_RETURN_IF_ERROR(check_finite_input(op));  // names a NaN or infinite input element
-    return invalid_argument(std::string("codec ") + op.codec->spec() + ": input element " +
-                            std::to_string(first + bad) + " (" + std::to_string(x[bad]) +
-                            ") plus its error-feedback residual (" +
-                            std::to_string(residual != nullptr ? residual[first + bad] : 0.0f) +
-                            ") overflows float32 (residuals unchanged)");
+    if (bad >= 0) return compensation_error(op, residual, first + bad);
   }
+  return Status::ok();
+}
+
+// Top-k with its threshold reused (every step but each kTopKReuseSteps-th): the compensation
+// and the selection in one read of input and residual (TopKCodec::encode_sum_reusing_threshold)
+// instead of a compensation pass, a selection pass over its result and a decode_subtract of the
+// payload. *fused is false when it does not apply (the caller then takes the general path).
+Status encode_topk_sum(const CompressedOp& op, const float* residual, float* next,
+                       PooledBuffer* payload, bool* fused) {
+  *fused = false;
+  if (op.codec->id() != CodecId::kTopK || op.input.dtype != TIDEGATE_FLOAT32) return Status::ok();
+  const auto& topk = static_cast<const TopKCodec&>(*op.codec);
+  const int64_t n = op.count();
+  TopKMemory& memory = op.state->topk(op.key);
+  if (memory.reuses >= kTopKReuseSteps) memory = TopKMemory();
+  if (!topk.encodes_sum_reusing_threshold(n, memory.threshold)) return Status::ok();
+  *fused = true;
+  const size_t bound = payload_bound(topk, n);
+  *payload = op.state->buffers().take(bound);
+  int64_t bad = -1;
+  TG_RETURN_IF_ERROR(topk.encode_sum_reusing_threshold(
+      static_cast<const float*>(op.input.data), residual, next, n, &memory.threshold,
+      payload->data(), bound, &payload->size, &bad));
+  if (bad >= 0) return compensation_error(op, residual, bad);
+  ++memory.reuses;
   return Status::ok();
 }
 
@@ -178,10 +209,14 @@ Status encode_whole_sparse_feedback(const CompressedOp& op, uint64_t seed, Poole
   if (store.has(op.key)) TG_RETURN_IF_ERROR(store.float_residual(op.key, n, &residual));
   std::vector<float>& next = op.state->spare_residual(op.key);
   next.resize(static_cast<size_t>(n));  // zero-filled once per key
-  TG_RETURN_IF_ERROR(compensate_into(op, residual, next.data()));
-  TG_RETURN_IF_ERROR(encode_whole(op, float_view(next.data(), n), seed, payload));
-  TG_RETURN_IF_ERROR(
-      op.codec->decode_subtract(payload->data(), payload->size, float_view(next.data(), n)));
+  bool fused = false;
+  TG_RETURN_IF_ERROR(encode_topk_sum(op, residual, next.data(), payload, &fused));
+  if (!fused) {
+    TG_RETURN_IF_ERROR(compensate_into(op, residual, next.data()));
+    TG_RETURN_IF_ERROR(encode_whole(op, float_view(next.data(), n), seed, payload));
+    TG_RETURN_IF_ERROR(
+        op.codec->decode_subtract(payload->data(), payload->size, float_view(next.data(), n)));
+  }
   // Only now, with the op's payload made, does the residual change.
   if (residual == nullptr) TG_RETURN_IF_ERROR(store.float_residual(op.key, n, &residual));
   return store.swap_float_residual(op.key, &next);
