@@ -64,6 +64,25 @@ TEST(SparsePayload, WideIndicesRoundTripThroughThePacking) {
   }
 }
 
+// A top-k payload of k entries spread evenly over count elements (its layout follows from k),
+// values distinct and every third one -0.0 when signed_zeros.
+std::vector<uint8_t> spread_payload(int64_t count, int64_t k, bool signed_zeros) {
+  std::vector<int64_t> indices;
+  std::vector<float> values;
+  for (int64_t i = 0; i < k; ++i) {
+    indices.push_back(i * count / k);
+    values.push_back(signed_zeros && i % 3 == 0 ? -0.0f
+                                                : 0.37f * static_cast<float>(i + 1) - 11.0f);
+  }
+  std::vector<uint8_t> payload(sparse_payload_bound(count, k));
+  size_t written = 0;
+  EXPECT_TRUE(write_sparse_payload(CodecId::kTopK, TIDEGATE_FLOAT32, 0, count, indices.data(),
+                                   values.data(), k, payload.data(), payload.size(), &written)
+                  .is_ok());
+  payload.resize(written);
+  return payload;
+}
+
 // Subtracting a payload (error feedback's residual update) touches only its entries and gives
 // the bits of a dense decode followed by an elementwise subtraction, in every layout: x - 0 is
 // x, so -0.0, +0.0 and values the payload does not list are unchanged.
@@ -71,17 +90,8 @@ TEST(SparsePayload, SubtractIsTheDenseDecodeSubtractedBitForBit) {
   const int64_t count = 1000;
   std::vector<SparseLayout> layouts;
   for (int64_t k : {int64_t{3}, int64_t{200}, int64_t{1000}}) {  // indices, bitmap, dense
-    std::vector<int64_t> indices;
-    std::vector<float> values;
-    for (int64_t i = 0; i < k; ++i) {
-      indices.push_back(i * count / k);
-      values.push_back(i % 3 == 0 ? -0.0f : 0.37f * static_cast<float>(i + 1) - 11.0f);
-    }
-    std::vector<uint8_t> payload(sparse_payload_bound(count, k));
-    size_t written = 0;
-    ASSERT_TRUE(write_sparse_payload(CodecId::kTopK, TIDEGATE_FLOAT32, 0, count, indices.data(),
-                                     values.data(), k, payload.data(), payload.size(), &written)
-                    .is_ok());
+    const std::vector<uint8_t> payload = spread_payload(count, k, /*signed_zeros=*/true);
+    const size_t written = payload.size();
     std::vector<float> residual(count);
     for (int64_t i = 0; i < count; ++i) {
       residual[i] = i % 7 == 0 ? -0.0f : (i % 11 == 0 ? 0.0f : 0.013f * static_cast<float>(i) - 5);
@@ -109,17 +119,8 @@ TEST(SparsePayload, TheEntryCursorVisitsEveryLayoutInRangesAsTheDenseDecodeHasTh
   const int64_t count = 1003;
   std::vector<SparseLayout> layouts;
   for (int64_t k : {int64_t{3}, int64_t{200}, int64_t{1003}}) {  // indices, bitmap, dense
-    std::vector<int64_t> indices;
-    std::vector<float> values;
-    for (int64_t i = 0; i < k; ++i) {
-      indices.push_back(i * count / k);
-      values.push_back(0.37f * static_cast<float>(i + 1) - 11.0f);
-    }
-    std::vector<uint8_t> payload(sparse_payload_bound(count, k));
-    size_t written = 0;
-    ASSERT_TRUE(write_sparse_payload(CodecId::kTopK, TIDEGATE_FLOAT32, 0, count, indices.data(),
-                                     values.data(), k, payload.data(), payload.size(), &written)
-                    .is_ok());
+    const std::vector<uint8_t> payload = spread_payload(count, k, /*signed_zeros=*/false);
+    const size_t written = payload.size();
     std::vector<float> decoded(count);
     ASSERT_TRUE(decode_sparse_payload(CodecId::kTopK, 0, payload.data(), written, view_of(decoded),
                                       SparseDecode::kOverwrite)
