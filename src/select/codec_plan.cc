@@ -107,8 +107,16 @@ int compressed_transport(const PlanInputs& inputs, const std::shared_ptr<const C
                          const AlgorithmRow* algorithm, int64_t bytes) {
   std::vector<std::pair<int, double>> priced;  // host transports in table order
   double cheapest = -1;
+  double first_GBps = -1;  // the first host transport's probed bandwidth
   for (size_t t = 0; t < inputs.transports.size(); ++t) {
     if (!inputs.transports[t].capabilities.host_memory) continue;
+    const TransportFigures* link = inputs.profile.find(inputs.transports[t].name);
+    const double GBps = link != nullptr ? link->bandwidth_GBps : -1;
+    if (first_GBps < 0) {
+      first_GBps = GBps;
+    } else if (GBps <= first_GBps * kSameLinkBandwidth) {
+      continue;  // the same link within the probe's noise: the first keeps the op
+    }
     const double us =
         CodecPlan::compressed_cost(inputs, choice_on(inputs, codec, algorithm, t), bytes);
     if (us < 0) continue;

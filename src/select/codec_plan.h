@@ -41,9 +41,9 @@ struct CodecChoice {
 
 struct CodecPlanEntry {
   int64_t min_bytes = 0;
-  int64_t max_bytes = INT64_MAX;     // inclusive
-  std::vector<CodecChoice> ranked;   // best first; dense always present
-  bool tuned = false;                // forced by a TIDEGATE_TUNE codec rule
+  int64_t max_bytes = INT64_MAX;    // inclusive
+  std::vector<CodecChoice> ranked;  // best first; dense always present
+  bool tuned = false;               // forced by a TIDEGATE_TUNE codec rule
 };
 
 class CodecPlan {
@@ -77,7 +77,8 @@ class CodecPlan {
 
 // The host transport a compressed allreduce of `codec` with `algorithm` runs on for `bytes`:
 // the first in table order (tcp, tidegate's own, first) whose predicted time is within
-// kCompressedTransportTie of the cheapest; -1 when none can be priced. Why a wider tie than
+// kCompressedTransportTie of the cheapest, among the first and the transports whose bandwidth
+// is clearly another link's (kSameLinkBandwidth); -1 when none can be priced. Why a wider tie than
 // the dense plan's 5%: the probe's bandwidth figures of one link differ by up to 15% between
 // transports from run to run (0.101-0.119 GB/s on the emulated 1 Gbit link), and a compressed
 // op is mostly computation, beside which a transport's own CPU use counts and is not modelled:
@@ -85,6 +86,12 @@ class CodecPlan {
 // sra+onebit and summable+signsgd ops (4 ranks on 2 cores, 1 Gbit). A transport that is
 // clearly faster (InfiniBand against TCP) still wins.
 inline constexpr double kCompressedTransportTie = 1.15;
+// Before the time rule: a transport whose probed bandwidth is within this factor of the first
+// transport's is taken for the same link measured twice, and not priced against it. The time
+// rule alone let probe noise through: in one run of 2026-12-07 tcp measured 0.099 and mpi 0.119
+// GB/s on the same emulated 1 Gbit link, which put fp16, bf16, qsgd and signsgd (whose times
+// follow the wire more than onebit's or top-k's) on mpi at 1.3-1.6x their time on tcp.
+inline constexpr double kSameLinkBandwidth = 1.3;
 int compressed_transport(const PlanInputs& inputs, const std::shared_ptr<const Codec>& codec,
                          const AlgorithmRow* algorithm, int64_t bytes);
 
