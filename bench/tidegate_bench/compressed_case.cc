@@ -95,13 +95,18 @@ tidegate_compression_t CompressedCase::options(uint64_t key, bool error_feedback
   return o;
 }
 
+void CompressedCase::tensors(tidegate_tensor_t* in, tidegate_tensor_t* out) {
+  *in = tidegate_host_tensor(input_.data(), count_, dtype_);
+  *out = tidegate_host_tensor(output_.data(), count_, dtype_);
+  in->rows = out->rows = rows_;
+  in->cols = out->cols = cols_;
+}
+
 tidegate_status_t CompressedCase::post_and_wait(tidegate_comm_t comm, uint64_t key,
                                                 bool error_feedback, uint64_t* bytes_sent,
                                                 std::string* choice) {
-  tidegate_tensor_t in = tidegate_host_tensor(input_.data(), count_, dtype_);
-  tidegate_tensor_t out = tidegate_host_tensor(output_.data(), count_, dtype_);
-  in.rows = out.rows = rows_;
-  in.cols = out.cols = cols_;
+  tidegate_tensor_t in, out;
+  tensors(&in, &out);
   const tidegate_compression_t o = options(key, error_feedback);
   tidegate_request_t request = nullptr;
   tidegate_status_t st = tidegate_icompressed_allreduce(comm, &in, &out, op_, &o, &request);
@@ -116,10 +121,8 @@ tidegate_status_t CompressedCase::post_and_wait(tidegate_comm_t comm, uint64_t k
 }
 
 tidegate_status_t CompressedCase::run(tidegate_comm_t comm) {
-  tidegate_tensor_t in = tidegate_host_tensor(input_.data(), count_, dtype_);
-  tidegate_tensor_t out = tidegate_host_tensor(output_.data(), count_, dtype_);
-  in.rows = out.rows = rows_;
-  in.cols = out.cols = cols_;
+  tidegate_tensor_t in, out;
+  tensors(&in, &out);
   const tidegate_compression_t o = options(key_, error_feedback_);
   return tidegate_compressed_allreduce(comm, &in, &out, op_, &o);
 }

@@ -52,6 +52,8 @@ class CompressedCase {
 
  private:
   tidegate_compression_t options(uint64_t key, bool error_feedback) const;
+  // The case's input and output buffers as tensors (with the matrix shape, for PowerSGD).
+  void tensors(tidegate_tensor_t* in, tidegate_tensor_t* out);
   std::vector<float> rank_input(int rank) const;
 
   tidegate_status_t post_and_wait(tidegate_comm_t comm, uint64_t key, bool error_feedback,

@@ -37,6 +37,12 @@ struct Candidates {
   std::unique_ptr<uint32_t[]> scratch;  // magnitudes for nth_element, allocated on first use
 };
 
+// Slots for collecting from `length` elements with `expected` of them expected to pass: twice
+// the larger of k and that, plus blocks of slack, or the whole range when it is shorter.
+int64_t candidate_slots(int64_t length, int64_t k, int64_t expected) {
+  return std::min(length, 2 * std::max(k, expected) + 4 * kScanBlock);
+}
+
 // Keeps the best `keep` candidates (1 <= keep <= size) in index order and returns the magnitude
 // of the weakest one kept. Of the candidates with exactly that magnitude, the lowest-indexed win.
 uint32_t keep_best(Candidates* c, int64_t keep) {
@@ -126,8 +132,7 @@ int64_t collect_ranges(const float* x, int64_t n, int64_t k, uint32_t threshold,
       const int64_t begin = block * kScanBlock, end = std::min(n, (block + count) * kScanBlock);
       const auto share =
           static_cast<int64_t>(static_cast<double>(expected) * (end - begin) / n) + 1;
-      parts[r] = std::make_unique<Candidates>(
-          std::min(end - begin, 2 * std::max(k, share) + 4 * kScanBlock));
+      parts[r] = std::make_unique<Candidates>(candidate_slots(end - begin, k, share));
       bad[r] = collect(x, begin, end, k, threshold, parts[r].get(), &compactions[r]);
     }
     return Status::ok();
@@ -266,7 +271,7 @@ void select_top_k_above_sum(const float* x, const float* r, float* sum, int64_t 
   TopKStats stats;
   threshold = std::min(threshold, kNonFiniteMagnitude);
   k = std::clamp<int64_t>(k, 1, n);
-  Candidates c(std::min(n, 2 * std::max(k, expected) + 4 * kScanBlock));
+  Candidates c(candidate_slots(n, k, expected));
   int64_t bad = -1;
   for (int64_t begin = 0; begin < n && bad < 0; begin += kChunk) {
     const int64_t end = std::min(n, begin + kChunk);

@@ -78,11 +78,10 @@ class CodecPlan {
 // The host transport a compressed allreduce of `codec` with `algorithm` runs on for `bytes`:
 // the first in table order (tcp, tidegate's own, first) whose predicted time is within
 // kCompressedTransportTie of the cheapest, among the first and the transports whose bandwidth
-// is clearly another link's (kSameLinkBandwidth); -1 when none can be priced. Why a wider tie than
-// the dense plan's 5%: the probe's bandwidth figures of one link differ by up to 15% between
-// transports from run to run (0.101-0.119 GB/s on the emulated 1 Gbit link), and a compressed
-// op is mostly computation, beside which a transport's own CPU use counts and is not modelled:
-// MPI's and UCX's polling progress took 113-133 ms where tcp took 87-98 ms for the same 64 MiB
+// is clearly another link's (kSameLinkBandwidth); -1 when none can be priced. Why a wider tie
+// than the dense plan's 5%, even between links clearly apart: a compressed op is mostly
+// computation, beside which a transport's own CPU use counts and is not modelled: MPI's and
+// UCX's polling progress took 113-133 ms where tcp took 87-98 ms for the same 64 MiB
 // sra+onebit and summable+signsgd ops (4 ranks on 2 cores, 1 Gbit). A transport that is
 // clearly faster (InfiniBand against TCP) still wins.
 inline constexpr double kCompressedTransportTie = 1.15;

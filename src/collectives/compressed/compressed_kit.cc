@@ -116,14 +116,25 @@ Status encode_slice(const CompressedOp& op, const float* values, int64_t n, uint
   return Status::ok();
 }
 
+namespace {
+
+// The key's remembered top-k threshold, forgotten every kTopKReuseSteps steps (the step then
+// selects from a fresh sample).
+TopKMemory& topk_memory(const CompressedOp& op) {
+  TopKMemory& memory = op.state->topk(op.key);
+  if (memory.reuses >= kTopKReuseSteps) memory = TopKMemory();
+  return memory;
+}
+
+}  // namespace
+
 Status encode_whole(const CompressedOp& op, const TensorView& compensated, uint64_t seed,
                     PooledBuffer* payload) {
   const size_t bound = op.codec->max_payload_bytes(compensated);
   *payload = op.state->buffers().take(bound);
   size_t written = 0;
   if (op.codec->id() == CodecId::kTopK) {
-    TopKMemory& memory = op.state->topk(op.key);
-    if (memory.reuses >= kTopKReuseSteps) memory = TopKMemory();
+    TopKMemory& memory = topk_memory(op);
     TG_RETURN_IF_ERROR(static_cast<const TopKCodec&>(*op.codec).encode_reusing_threshold(
         compensated, &memory.threshold, payload->data(), bound, &written));
     ++memory.reuses;
@@ -182,8 +193,7 @@ Status encode_topk_sum(const CompressedOp& op, const float* residual, float* nex
   if (op.codec->id() != CodecId::kTopK || op.input.dtype != TIDEGATE_FLOAT32) return Status::ok();
   const auto& topk = static_cast<const TopKCodec&>(*op.codec);
   const int64_t n = op.count();
-  TopKMemory& memory = op.state->topk(op.key);
-  if (memory.reuses >= kTopKReuseSteps) memory = TopKMemory();
+  TopKMemory& memory = topk_memory(op);
   if (!topk.encodes_sum_reusing_threshold(n, memory.threshold)) return Status::ok();
   *fused = true;
   const size_t bound = payload_bound(topk, n);

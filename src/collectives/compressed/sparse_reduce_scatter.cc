@@ -61,6 +61,21 @@ int64_t max_kept(const Codec& codec, int64_t n) {
   }
 }
 
+// A rank's kept entries dealt into the P strided regions: element i is place i div P of region
+// i mod P. Zeros (the dense layout's, or a dense decoding's) are not entries.
+struct Regions {
+  explicit Regions(int ranks)
+      : p(ranks), indices(static_cast<size_t>(ranks)), values(static_cast<size_t>(ranks)) {}
+  void deal(int64_t i, float v) {
+    if (v == 0.0f) return;
+    indices[static_cast<size_t>(i % p)].push_back(i / p);
+    values[static_cast<size_t>(i % p)].push_back(v);
+  }
+  int64_t p;
+  std::vector<std::vector<int64_t>> indices;  // per region, ascending places
+  std::vector<std::vector<float>> values;
+};
+
 class SparseReduceScatterTask : public CollectiveTask {
  public:
   SparseReduceScatterTask(const TaskContext& context, const CompressedOp& op,
@@ -143,16 +158,10 @@ class SparseReduceScatterTask : public CollectiveTask {
     ParsedSparsePayload parsed;
     TG_RETURN_IF_ERROR(parse_sparse_payload(op_.codec->id(), kAnyCodecFlags, payload.data(),
                                             payload.size, n, &parsed));
-    std::vector<std::vector<int64_t>> indices(static_cast<size_t>(op_.size));
-    std::vector<std::vector<float>> values(static_cast<size_t>(op_.size));
+    Regions regions(op_.size);
     SparseEntryCursor entries(parsed);
-    entries.visit_below(n, [&](int64_t i, float v) {
-      if (v == 0.0f) return;  // the dense layout's zeros are not entries
-      const auto r = static_cast<size_t>(i % op_.size);
-      indices[r].push_back(i / op_.size);
-      values[r].push_back(v);
-    });
-    return write_regions(indices, values);
+    entries.visit_below(n, [&](int64_t i, float v) { regions.deal(i, v); });
+    return write_regions(regions);
   }
 
   // Step 1 for random-k, whose payload holds seeded indices rather than the sparse layout: its
@@ -171,30 +180,24 @@ class SparseReduceScatterTask : public CollectiveTask {
     TG_RETURN_IF_ERROR(
         op_.codec->decode(payload.data(), payload.size, float_view(sent.floats(), n)));
     if (residual != nullptr) update_residual(residual, compensated, sent.floats(), n);
-    std::vector<std::vector<int64_t>> indices(static_cast<size_t>(op_.size));
-    std::vector<std::vector<float>> values(static_cast<size_t>(op_.size));
-    for (int64_t i = 0; i < n; ++i) {
-      const float v = sent.floats()[i];
-      if (v == 0.0f) continue;
-      indices[static_cast<size_t>(i % op_.size)].push_back(i / op_.size);
-      values[static_cast<size_t>(i % op_.size)].push_back(v);
-    }
-    return write_regions(indices, values);
+    Regions regions(op_.size);
+    for (int64_t i = 0; i < n; ++i) regions.deal(i, sent.floats()[i]);
+    return write_regions(regions);
   }
 
-  // Region r's entries (region-local indices: element i is place i div P of region i mod P) as
-  // a sparse payload each.
-  Status write_regions(const std::vector<std::vector<int64_t>>& indices,
-                       const std::vector<std::vector<float>>& values) {
+  // Each region's entries as a sparse payload of region-local indices.
+  Status write_regions(const Regions& regions) {
     regions_.resize(static_cast<size_t>(op_.size));
     for (int r = 0; r < op_.size; ++r) {
+      const std::vector<int64_t>& indices = regions.indices[r];
+      const std::vector<float>& values = regions.values[r];
       const int64_t length = region_length(r);
-      const auto k = static_cast<int64_t>(indices[r].size());
+      const auto k = static_cast<int64_t>(indices.size());
       const size_t bound = sparse_payload_bound(length, k);
       regions_[r] = op_.state->buffers().take(bound);
       TG_RETURN_IF_ERROR(write_sparse_payload(op_.codec->id(), TIDEGATE_FLOAT32, 0, length,
-                                              indices[r].data(), values[r].data(), k,
-                                              regions_[r].data(), bound, &regions_[r].size));
+                                              indices.data(), values.data(), k, regions_[r].data(),
+                                              bound, &regions_[r].size));
     }
     return Status::ok();
   }
