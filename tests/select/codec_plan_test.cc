@@ -191,6 +191,44 @@ TEST(CodecPlan, SlowerCodecsLoseTheirPlace) {
   EXPECT_TRUE(top(built->codecs, 64 * kMiB).dense()) << built->codecs.to_table();
 }
 
+// Top-k's two algorithms, with this machine's probe figures (top-k encodes at about 0.9 GB/s
+// and decode-adds at about 27 GB/s, 4 ranks): where the selections are sparse, the sparse
+// reduce-scatter moves more bytes than the allgather of payloads (its extra scatter, and the
+// worst case of disjoint selections) and passes over the output as often, so it never ranks
+// above it, on any link. It did at 10 Gbit and unshaped, where it measured 1.10-1.56x the
+// allgather's time. Where the selections are dense enough that merged regions turn dense
+// (top-k 50%), the capped gather wins it the slow link.
+TEST(CodecPlan, TheSparseReduceScatterRanksAboveTheAllgatherOnlyWhereMergedRegionsTurnDense) {
+  auto position = [](const CodecPlanEntry& e, const char* algorithm) {
+    for (size_t i = 0; i < e.ranked.size(); ++i) {
+      if (!e.ranked[i].dense() && e.ranked[i].algorithm->name == std::string(algorithm)) {
+        return static_cast<int>(i);
+      }
+    }
+    return -1;
+  };
+  for (const double GBps : {0.125, 1.25, 3.0}) {
+    PlanInputs in = link_inputs(GBps);
+    for (CodecFigures& f : in.profile.codecs) {
+      if (f.codec == "topk") f = {"topk", 0.9, 27.0};
+    }
+    const auto built = build_ok(in, allow("topk:ratio=0.01"));
+    for (const CodecPlanEntry& e : built->codecs.entries()) {
+      const int gather = position(e, "allgather");
+      const int scatter = position(e, "sparse_reduce_scatter");
+      if (gather < 0 || scatter < 0) continue;
+      EXPECT_LT(gather, scatter) << GBps << " GB/s, from " << e.min_bytes << " B\n"
+                                 << built->codecs.to_table();
+    }
+    if (GBps != 0.125) continue;
+    const auto dense_selection = build_ok(in, allow("topk:ratio=0.5"));
+    const CodecChoice& large = top(dense_selection->codecs, 64 * kMiB);
+    ASSERT_FALSE(large.dense()) << dense_selection->codecs.to_table();
+    EXPECT_STREQ(large.algorithm->name, "sparse_reduce_scatter")
+        << dense_selection->codecs.to_table();
+  }
+}
+
 // The same link measured through three transports, the later ones `faster` times the first's
 // bandwidth: a compressed op stays on the first (tcp) unless another is clearly faster.
 PlanInputs three_transports(double faster) {
