@@ -553,7 +553,7 @@ void ProgressEngine::on_op_finished(ActiveOp& op) {
     // Every rank now holds the same sums: every rank re-plans (or not) identically.
     if (planner_->apply_replan_statistics(op.replan_buffer.data())) {
       TG_LOG(kInfo, "rank " + std::to_string(context_.rank),
-             "re-planned:\n" + planner_->plan_table());
+             "re-planned:\n" + planner_->plan_table() + planner_->codec_plan_tables());
     }
     return;
   }

@@ -167,10 +167,24 @@ bool Planner::replan_codec_entry(CodecSection& section, size_t e) {
     return true;
   }
   // A choice slower than predicted by more than the margin: an untried codec may be tried
-  // (as the dense plan does), never one that already measured worse.
+  // (as the dense plan does), never one that already measured worse, and only one expected to
+  // undercut what the current choice measured (the dense plan's rule, planner.cc: a slowdown
+  // every choice shares, such as the busy host's per-op cost, says nothing for the alternative).
+  // Another algorithm of the same codec shares the codec's figures, the part of the model most
+  // often off (the probe times a codec alone on an idle core; on the emulated cluster 4 ranks
+  // share 2), so it is expected to be off alike: its prediction is scaled by what the current
+  // choice measured over its own. Without this, top-k's allgather, measured slower than its
+  // prediction by more than the margin, made the plan try the sparse reduce-scatter at 64 MiB on
+  // the emulated 10 Gbit/s and unshaped links, and both sweeps ended on it.
   if (ratio[current] <= 1.0 + inputs_.config->replan_margin()) return false;
+  const CodecChoice& now = entry.ranked[current];
+  const double measured = now.predicted_us * ratio[current];
   for (size_t c = 0; c < n; ++c) {
-    if (ratio[c] == 0 && !entry.ranked[c].dense()) {
+    const CodecChoice& other = entry.ranked[c];
+    if (ratio[c] != 0 || other.dense()) continue;
+    const bool same_codec = !now.dense() && other.codec->spec() == now.codec->spec();
+    const double expected = other.predicted_us * (same_codec ? ratio[current] : 1.0);
+    if (expected < measured) {
       section.overrides[e] = static_cast<int>(c);
       return true;
     }

@@ -8,6 +8,8 @@
 
 #include <cmath>
 
+#include "compress/codec_allow_list.h"
+
 namespace tidegate {
 namespace {
 
@@ -61,7 +63,8 @@ struct World {
 
   // tcp (own algorithms only) and, optionally, mpi whose measured native allreduce is fast.
   explicit World(bool with_native_mpi,
-                 const std::vector<std::pair<std::string, std::string>>& env = {}) {
+                 const std::vector<std::pair<std::string, std::string>>& env = {},
+                 double tcp_GBps = 1.0, const std::vector<CodecFigures>& codecs = {}) {
     for (const auto& [k, v] : env) EXPECT_TRUE(config.set(k, v).is_ok()) << k;
     PlanInputs in;
     in.size = 4;
@@ -69,7 +72,8 @@ struct World {
     in.profile.size = 4;
     in.profile.reduce_GBps = 10;
     in.profile.source = "test";
-    in.profile.transports.push_back(figures("tcp", 50, 1.0));
+    in.profile.codecs = codecs;
+    in.profile.transports.push_back(figures("tcp", 50, tcp_GBps));
     owned.push_back(std::make_unique<StubTransport>("tcp", false));
     if (with_native_mpi) {
       in.profile.transports.push_back(figures("mpi", 50, 1.0, 5, 10.0));
@@ -211,6 +215,90 @@ TEST(Planner, TrialThatMeasuredWorseIsDropped) {
   PlanDecision now;
   ASSERT_TRUE(w.planner->choose(a, &now).is_ok());
   EXPECT_EQ(now.choice_index, first.choice_index);
+}
+
+// Codec "auto" re-plans as the dense plan does: a codec measured slower than predicted by more
+// than the margin makes the plan try an untried codec only when that codec's own prediction
+// undercuts what the current one measured (a shared slowdown says nothing for the other).
+// qsgd decodes slowly here, so that its allgather (P decodes of the tensor) ranks below fp16's
+// scatter-reduce-allgather and the runner-up is another codec.
+TEST(Planner, AnAutoCodecTrialNeedsAPredictionBelowWhatThePickMeasured) {
+  World w(false, {}, 0.125, {{"qsgd", 4.0, 0.6}, {"fp16", 1.0, 1.0}});
+  std::vector<std::shared_ptr<const Codec>> allowed;
+  ASSERT_TRUE(parse_allow_list("fp16,qsgd:bits=4", "test", &allowed).is_ok());
+  CollectiveArgs a = allreduce(int64_t{1} << 24);
+  a.compression.auto_codec = true;
+  a.compression.allowed = allowed;
+  PlanDecision first;
+  ASSERT_TRUE(w.planner->choose_auto(a, &first).is_ok());
+  ASSERT_NE(first.codec, nullptr);
+  ASSERT_EQ(first.codec->spec().rfind("qsgd", 0), 0u) << first.codec->spec();
+  CodecPlan plan;
+  ASSERT_TRUE(w.planner->codec_plan(allowed, &plan).is_ok());
+  const CodecPlanEntry* entry = plan.find(plan_bytes(a));
+  ASSERT_NE(entry, nullptr);
+  ASSERT_GE(entry->ranked.size(), 2u);
+  ASSERT_FALSE(entry->ranked[1].dense()) << plan.to_table();
+  ASSERT_EQ(entry->ranked[1].codec->spec(), "fp16") << plan.to_table();
+  // Re-planning compares at the entry's representative size: what the pick measured there is
+  // its prediction there times the measured/predicted ratio fed below.
+  const double picked = plan.cost(entry->ranked[0], plan_bytes(a));
+  const double entry_picked = entry->ranked[0].predicted_us;
+  const double second = entry->ranked[1].predicted_us;
+  ASSERT_GT(second, 1.6 * entry_picked) << plan.to_table();
+  // 1.5x its prediction: off by more than the margin, yet fp16 is predicted slower than that.
+  EXPECT_FALSE(feed_round(*w.planner, a, first, picked, 1.5, 10));
+  PlanDecision now;
+  ASSERT_TRUE(w.planner->choose_auto(a, &now).is_ok());
+  EXPECT_EQ(now.codec_choice, first.codec_choice);
+  EXPECT_EQ(w.planner->replans(), 0);
+  // Then measured slower than fp16's price yet faster than dense's (a pick slower than dense
+  // goes straight back to dense): fp16 is tried. The agreed ratio is the geometric mean of
+  // both rounds' ops: sqrt(1.5 x f).
+  ASSERT_EQ(entry->ranked.size(), 3u);
+  ASSERT_TRUE(entry->ranked[2].dense()) << plan.to_table();
+  const double dense = entry->ranked[2].predicted_us;
+  ASSERT_LT(second, dense) << plan.to_table();
+  const double agreed = (second + dense) / 2 / entry_picked;
+  EXPECT_TRUE(feed_round(*w.planner, a, first, picked, agreed * agreed / 1.5, 10));
+  ASSERT_TRUE(w.planner->choose_auto(a, &now).is_ok());
+  EXPECT_EQ(now.codec_choice, 1) << plan.to_table();
+}
+
+// Another algorithm of the same codec shares the codec's figures, so a slowdown measured on the
+// pick is expected on it too: top-k's allgather measured 1.5x its prediction does not send the
+// plan to top-k's sparse reduce-scatter, predicted 1.2x the allgather (so 1.8x when scaled);
+// priced unscaled, it would have been tried.
+TEST(Planner, AnAutoCodecTrialScalesTheSameCodecsOtherAlgorithmByWhatThePickMeasured) {
+  World w(false, {}, 0.125);
+  std::vector<std::shared_ptr<const Codec>> allowed;
+  ASSERT_TRUE(parse_allow_list("topk:ratio=0.01", "test", &allowed).is_ok());
+  CollectiveArgs a = allreduce(int64_t{1} << 24);
+  a.compression.auto_codec = true;
+  a.compression.allowed = allowed;
+  PlanDecision first;
+  ASSERT_TRUE(w.planner->choose_auto(a, &first).is_ok());
+  ASSERT_NE(first.codec, nullptr);
+  ASSERT_EQ(first.algorithm_name(), "allgather");
+  CodecPlan plan;
+  ASSERT_TRUE(w.planner->codec_plan(allowed, &plan).is_ok());
+  const CodecPlanEntry* entry = plan.find(plan_bytes(a));
+  ASSERT_NE(entry, nullptr);
+  ASSERT_GE(entry->ranked.size(), 2u);
+  ASSERT_FALSE(entry->ranked[1].dense()) << plan.to_table();
+  ASSERT_STREQ(entry->ranked[1].algorithm->name, "sparse_reduce_scatter");
+  const double picked = plan.cost(entry->ranked[0], plan_bytes(a));
+  const double factor = 1.5;
+  // The case the rule is for: unscaled, the other algorithm undercuts the measurement (both at
+  // the entry's representative size, as re-planning compares them).
+  const double entry_picked = entry->ranked[0].predicted_us;
+  ASSERT_LT(entry->ranked[1].predicted_us, factor * entry_picked) << plan.to_table();
+  ASSERT_GT(entry->ranked[1].predicted_us, entry_picked) << plan.to_table();
+  EXPECT_FALSE(feed_round(*w.planner, a, first, picked, factor, 10));
+  PlanDecision now;
+  ASSERT_TRUE(w.planner->choose_auto(a, &now).is_ok());
+  EXPECT_EQ(now.algorithm_name(), "allgather");
+  EXPECT_EQ(w.planner->replans(), 0);
 }
 
 TEST(Planner, TooFewObservationsChangeNothing) {
