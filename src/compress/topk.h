@@ -62,6 +62,10 @@ class TopKCodec final : public Codec {
   // pass), so reuse changes the time only, never a byte.
   Status encode_reusing_threshold(const TensorView& input, uint32_t* threshold, uint8_t* out,
                                   size_t capacity, size_t* written) const;
+  // How many steps a tensor's threshold serves before a fresh sample replaces it (Ok-Topk
+  // recomputes it every few steps): the compressed collectives forget it after this many, and
+  // the codec probe prices top-k's encode as one fresh selection and the rest reusing it.
+  static constexpr int kReuseSteps = 8;
 
   // encode_reusing_threshold() fused with error feedback's compensation, for a float32 tensor
   // of n elements whose *threshold is set and 0 < k < n (encodes_sum_reusing_threshold()):

@@ -118,11 +118,11 @@ Status encode_slice(const CompressedOp& op, const float* values, int64_t n, uint
 
 namespace {
 
-// The key's remembered top-k threshold, forgotten every kTopKReuseSteps steps (the step then
-// selects from a fresh sample).
+// The key's remembered top-k threshold, forgotten every TopKCodec::kReuseSteps steps (the step
+// then selects from a fresh sample).
 TopKMemory& topk_memory(const CompressedOp& op) {
   TopKMemory& memory = op.state->topk(op.key);
-  if (memory.reuses >= kTopKReuseSteps) memory = TopKMemory();
+  if (memory.reuses >= TopKCodec::kReuseSteps) memory = TopKMemory();
   return memory;
 }
 
@@ -183,10 +183,10 @@ Status compensate_into(const CompressedOp& op, const float* residual, float* nex
   return Status::ok();
 }
 
-// Top-k with its threshold reused (every step but each kTopKReuseSteps-th): the compensation
-// and the selection in one read of input and residual (TopKCodec::encode_sum_reusing_threshold)
-// instead of a compensation pass, a selection pass over its result and a decode_subtract of the
-// payload. *fused is false when it does not apply (the caller then takes the general path).
+// Top-k with its threshold reused (every step but each TopKCodec::kReuseSteps-th): the
+// compensation and the selection in one read of input and residual
+// (TopKCodec::encode_sum_reusing_threshold) instead of a compensation pass, a selection pass over
+// its result and a decode_subtract of the payload. *fused is false when it does not apply (the caller then takes the general path).
 Status encode_topk_sum(const CompressedOp& op, const float* residual, float* next,
                        PooledBuffer* payload, bool* fused) {
   *fused = false;

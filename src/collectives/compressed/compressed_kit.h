@@ -66,8 +66,8 @@ Status load_compensated(const CompressedOp& op, int64_t offset, int64_t n, float
 
 // The sender's encoding of a whole tensor (the allgather and sparse reduce-scatter): the codec's
 // encode(), except that top-k reuses its threshold from the key's previous steps (re-sampled
-// every kTopKReuseSteps steps, as Ok-Topk recomputes it), which changes the time, not the bytes.
-inline constexpr int kTopKReuseSteps = 8;
+// every TopKCodec::kReuseSteps steps, as Ok-Topk recomputes it), which changes the time, not the
+// bytes.
 Status encode_whole(const CompressedOp& op, const TensorView& compensated, uint64_t seed,
                     PooledBuffer* payload);
 
