@@ -1,13 +1,16 @@
 #!/usr/bin/env python3
 """Summarise and plot tidegate-bench --codec auto runs (JSON lines from --json).
 
-    python3 bench/cluster/plot_auto.py OUT.png LABEL=run.json [LABEL=run.json ...]
+    python3 bench/cluster/plot_auto.py OUT.png LABEL=run.json[,run2.json,...] [LABEL=...]
 
 For each run (one link rate) prints, per size: tidegate's dense choice, auto (and what it
 picked), each forced codec, MPI_Allreduce, auto over the fastest forced choice (dense
 included) and auto over dense; and plots time per size, one panel per link, on log axes.
+Several runs of one link (comma-separated) print a table per run, then one of the ratios of
+every run and their median; the plot shows each row's median time over the runs.
 """
 import json
+import statistics
 import sys
 
 import matplotlib
@@ -52,12 +55,57 @@ def summarise(label, sizes):
         print("| " + " | ".join(cells) + " |")
 
 
+def ratios(s):
+    """auto / fastest forced, auto / dense and MPI / auto of one size of one run."""
+    dense, auto = s["dense"]["time_us"], s["auto"]["time_us"]
+    forced = [s[c]["time_us"] for c in s if c != "auto"]
+    mpi = s["dense"].get("baseline_time_us")
+    return auto / min(forced), auto / dense, (mpi / auto if mpi else float("nan"))
+
+
+def summarise_runs(label, runs):
+    print(f"\n#### {label}: {len(runs)} runs\n")
+    head = ["size", "auto's picks", "auto / fastest forced (runs)", "median",
+            "auto / dense (runs)", "median", "MPI / auto (median)"]
+    print("| " + " | ".join(head) + " |")
+    print("|" + "---|" * len(head))
+    for b in sorted(runs[0]):
+        per_run = [ratios(r[b]) for r in runs if b in r]
+        picks = sorted({r[b]["auto"]["algo"].split("=", 1)[-1] for r in runs if b in r})
+        fastest = [x[0] for x in per_run]
+        dense = [x[1] for x in per_run]
+        cells = [human(b), ", ".join(f"`{p}`" for p in picks),
+                 ", ".join(f"{x:.2f}" for x in fastest), f"**{statistics.median(fastest):.2f}**",
+                 ", ".join(f"{x:.2f}" for x in dense), f"**{statistics.median(dense):.2f}**",
+                 f"{statistics.median(x[2] for x in per_run):.1f}"]
+        print("| " + " | ".join(cells) + " |")
+
+
+def median_run(runs):
+    """One run's shape whose every time is the median over the runs."""
+    merged = {}
+    for b in runs[0]:
+        merged[b] = {}
+        for codec, row in runs[0][b].items():
+            row = dict(row)
+            for key in ("time_us", "baseline_time_us"):
+                values = [r[b][codec][key] for r in runs if b in r and key in r[b][codec]]
+                if values:
+                    row[key] = statistics.median(values)
+            merged[b][codec] = row
+    return merged
+
+
 def main():
     out, runs = sys.argv[1], [a.split("=", 1) for a in sys.argv[2:]]
     fig, axes = plt.subplots(1, len(runs), figsize=(6 * len(runs), 4.5), squeeze=False)
-    for ax, (label, path) in zip(axes[0], runs):
-        sizes = load(path)
-        summarise(label, sizes)
+    for ax, (label, paths) in zip(axes[0], runs):
+        loaded = [load(path) for path in paths.split(",")]
+        for i, sizes in enumerate(loaded):
+            summarise(label if len(loaded) == 1 else f"{label}, run {i + 1}", sizes)
+        if len(loaded) > 1:
+            summarise_runs(label, loaded)
+        sizes = median_run(loaded)
         xs = sorted(sizes)
         for codec in next(iter(sizes.values())):
             style = {"auto": dict(color="black", lw=2.5, marker="o"),
@@ -68,7 +116,8 @@ def main():
         ax.set_xscale("log", base=2)
         ax.set_yscale("log")
         ax.set_xlabel("tensor size (bytes, float32)")
-        ax.set_ylabel("time (ms, median of slowest rank)")
+        ax.set_ylabel("time (ms, median of slowest rank)" if len(loaded) == 1 else
+                      f"time (ms, median over {len(loaded)} runs)")
         ax.set_title(f"4 ranks, {label}")
         ax.grid(True, which="both", alpha=0.3)
         ax.legend(fontsize=7)
