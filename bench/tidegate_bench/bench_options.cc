@@ -110,6 +110,9 @@ const char* bench_usage() {
          "  --sfb K,M,N     instead of sizes: the sufficient-factor allreduce of a K x M and a\n"
          "                  K x N factor per rank against the allreduce of the M x N matrix\n"
          "  --ef 0|1        error feedback in the timed compressed runs (0)\n"
+         "  --interleave 0|1  time a size's dense, MPI and --codec rows in turns, one\n"
+         "                  iteration of each after another, so that a slow phase of a\n"
+         "                  shared machine falls on every row alike (0: row after row)\n"
          "  --step PROFILE  instead of sizes: replay a training step on a model profile\n"
          "                  (bench/profiles/*.json): emulated compute, real gradients,\n"
          "                  each --step-modes mode with compute and alone, once per\n"
@@ -200,9 +203,13 @@ Status parse_number_flag(const std::string& flag, const char* value, BenchOption
     o->error_feedback = n != 0;
     return Status::ok();
   }
-  if (flag == "-c" || flag == "-I" || flag == "--compare-choices") {
+  if (flag == "-c" || flag == "-I" || flag == "--compare-choices" || flag == "--interleave") {
     TG_RETURN_IF_ERROR(integer_flag(flag, value, 0, 1, &n));
-    (flag == "-c" ? o->check : flag == "-I" ? o->in_place : o->compare_choices) = n != 0;
+    bool& set = flag == "-c"                  ? o->check
+                : flag == "-I"                ? o->in_place
+                : flag == "--compare-choices" ? o->compare_choices
+                                              : o->interleave;
+    set = n != 0;
     return Status::ok();
   }
   *known = false;

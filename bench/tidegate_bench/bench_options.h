@@ -41,6 +41,9 @@ struct BenchOptions {
   std::string allowed;          // --allowed: codec auto's allow-list ("" = TIDEGATE_CODECS)
   std::string sfb;              // --sfb K,M,N: the sufficient-factor bench instead of sizes
   bool error_feedback = false;  // --ef 0|1: error feedback in the timed runs
+  // --interleave 1: a size's dense, MPI and codec rows are timed in turns, iteration by
+  // iteration, instead of one row's iterations after another's (timing.h).
+  bool interleave = false;
   // --step PROFILE: the training-step bench on a model profile instead of sizes (step_bench.h);
   // each --codec spec is then a variant of every mode ("none": dense).
   std::string step;

@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -144,26 +145,40 @@ Status time_mpi(const BenchOptions& o, const Session& s, BenchCase& c, Measureme
   return Status::ok();
 }
 
-// A --codec row: the compressed allreduce timed on the same size, then its check run.
-Status bench_codec(const BenchOptions& o, const Session& s, int64_t bytes, size_t index,
-                   const Row& dense, Row* row) {
+// A --codec row in the making: its case (its own buffers and key), and the loop that times it.
+struct CodecRow {
+  std::unique_ptr<CompressedCase> c;
+  TimedLoop loop;
+  Row row;
+};
+
+Status prepare_codec(const BenchOptions& o, const Session& s, int64_t bytes, size_t index,
+                     CodecRow* r) {
   const std::string& spec = o.codecs[index];
   // One key per (codec, size): error feedback state carries over between its iterations only.
   const uint64_t key = (static_cast<uint64_t>(index + 1) << 48) ^ static_cast<uint64_t>(bytes);
-  CompressedCase c(spec, o.codec_algorithm, o.error_feedback, o.dtype, o.op, s.rank, s.size, bytes,
-                   key);
-  c.set_allowed(o.allowed);
-  TG_RETURN_IF_ERROR(c.prepare());
-  row->bytes = c.bytes();
-  row->count = c.count();
-  row->codec = spec;
-  TimedLoop loop;
-  loop.barrier = start_barrier(o, s);
-  loop.operation = [&] { return from_tidegate(c.run(s.comm), spec.c_str()); };
-  std::vector<double> seconds;
-  TG_RETURN_IF_ERROR(run_timed(loop, o.warmup, o.iters, &seconds));
+  r->c = std::make_unique<CompressedCase>(spec, o.codec_algorithm, o.error_feedback, o.dtype, o.op,
+                                          s.rank, s.size, bytes, key);
+  r->c->set_allowed(o.allowed);
+  TG_RETURN_IF_ERROR(r->c->prepare());
+  r->row.bytes = r->c->bytes();
+  r->row.count = r->c->count();
+  r->row.codec = spec;
+  r->loop.barrier = start_barrier(o, s);
+  CompressedCase* c = r->c.get();
+  r->loop.operation = [c, &s, &spec] { return from_tidegate(c->run(s.comm), spec.c_str()); };
+  return Status::ok();
+}
+
+// After the timed iterations (this rank's `seconds`): the median, one more op through a request
+// for the bytes and the pick, the check, and the row beside the dense one.
+Status finish_codec(const BenchOptions& o, const Session& s, const Row& dense,
+                    std::vector<double> seconds, CodecRow* r) {
+  CompressedCase& c = *r->c;
+  Row* row = &r->row;
+  const std::string& spec = row->codec;
   double median = 0;
-  TG_RETURN_IF_ERROR(slowest_rank_median(s.comm, seconds, &median));
+  TG_RETURN_IF_ERROR(slowest_rank_median(s.comm, std::move(seconds), &median));
   // One more of the same op, untimed, through a request: the bytes it sent and what ran it
   // (for auto, the plan's pick right after the timed iterations).
   uint64_t sent = 0;
@@ -199,6 +214,18 @@ Status bench_codec(const BenchOptions& o, const Session& s, int64_t bytes, size_
   return from_tidegate(tidegate_ef_state_reset(s.comm), "resetting error feedback");
 }
 
+// A --codec row: the compressed allreduce timed on the same size, then its check run.
+Status bench_codec(const BenchOptions& o, const Session& s, int64_t bytes, size_t index,
+                   const Row& dense, Row* row) {
+  CodecRow r;
+  TG_RETURN_IF_ERROR(prepare_codec(o, s, bytes, index, &r));
+  std::vector<double> seconds;
+  TG_RETURN_IF_ERROR(run_timed(r.loop, o.warmup, o.iters, &seconds));
+  TG_RETURN_IF_ERROR(finish_codec(o, s, dense, std::move(seconds), &r));
+  *row = std::move(r.row);
+  return Status::ok();
+}
+
 Status bench_one_size(const BenchOptions& o, const Session& s, int64_t bytes, Row* row) {
   BenchCase c(o.collective, o.dtype, o.op, o.root, s.rank, s.size, bytes);
   c.fill();
@@ -222,6 +249,63 @@ Status bench_one_size(const BenchOptions& o, const Session& s, int64_t bytes, Ro
   if (o.baseline_mpi) {
     if (mpi::supports(c, &row->baseline_note))
       TG_RETURN_IF_ERROR(time_mpi(o, s, c, &row->baseline));
+  }
+  return Status::ok();
+}
+
+// --interleave 1: MPI_Allreduce (when asked), tidegate's own choice and every --codec row of
+// one size, timed in turns (run_timed_interleaved). MPI goes first in each turn: it writes the
+// same buffers as tidegate's dense op, whose result the check then reads. Forced choices and
+// the in-place variant are timed after, one row after another.
+Status bench_size_interleaved(const BenchOptions& o, const Session& s, int64_t bytes, Row* row,
+                              std::vector<Row>* codec_rows) {
+  BenchCase c(o.collective, o.dtype, o.op, o.root, s.rank, s.size, bytes);
+  c.fill();
+  row->bytes = c.bytes();
+  row->count = c.count();
+  row->algo = planned_algorithm(s.comm, c);
+  TimedLoop mpi_loop, dense;
+  const bool with_mpi = o.baseline_mpi && mpi::supports(c, &row->baseline_note);
+  mpi_loop.barrier = dense.barrier = start_barrier(o, s);
+  mpi_loop.operation = [&c] { return mpi::run(c); };
+  dense.operation = [&] { return from_tidegate(c.run(s.comm, false), traits(c.collective()).name); };
+  std::vector<CodecRow> codecs(o.codecs.size());
+  std::vector<const TimedLoop*> loops;
+  if (with_mpi) loops.push_back(&mpi_loop);
+  loops.push_back(&dense);
+  for (size_t i = 0; i < codecs.size(); ++i) {
+    TG_RETURN_IF_ERROR(prepare_codec(o, s, bytes, i, &codecs[i]).with_context(o.codecs[i] + ": "));
+    loops.push_back(&codecs[i].loop);
+  }
+  std::vector<std::vector<double>> seconds;
+  TG_RETURN_IF_ERROR(run_timed_interleaved(loops, o.warmup, o.iters, &seconds));
+  size_t k = 0;
+  if (with_mpi) {
+    double median = 0;
+    TG_RETURN_IF_ERROR(slowest_rank_median(s.comm, std::move(seconds[k++]), &median));
+    row->baseline = measure(c.bytes(), median, busbw_factor(c.collective(), s.size), -1);
+  }
+  double median = 0;
+  TG_RETURN_IF_ERROR(slowest_rank_median(s.comm, std::move(seconds[k++]), &median));
+  const std::string after = planned_algorithm(s.comm, c);
+  if (after != row->algo) row->algo += "->" + after;
+  int64_t wrong = -1;
+  if (o.check) TG_RETURN_IF_ERROR(global_wrong(s, c, &wrong));
+  row->out_of_place = measure(c.bytes(), median, busbw_factor(c.collective(), s.size), wrong);
+  if (o.compare_choices) {
+    for (const std::string& choice : forced_choices(s.comm, c, o.choices)) {
+      Measurement m;
+      TG_RETURN_IF_ERROR(time_choice(o, s, c, choice, &m));
+      row->choices.emplace_back(choice, m);
+    }
+  }
+  if (o.in_place && traits(o.collective).has_in_place) {
+    TG_RETURN_IF_ERROR(time_tidegate(o, s, c, true, &row->in_place));
+  }
+  for (CodecRow& r : codecs) {
+    TG_RETURN_IF_ERROR(
+        finish_codec(o, s, *row, std::move(seconds[k++]), &r).with_context(r.row.codec + ": "));
+    codec_rows->push_back(std::move(r.row));
   }
   return Status::ok();
 }
@@ -278,6 +362,16 @@ Status run_bench(const BenchOptions& o, const Session& s, int64_t* wrong) {
   }
   for (int64_t bytes : sizes(o)) {
     Row row;
+    if (o.interleave) {
+      std::vector<Row> compressed;
+      TG_RETURN_IF_ERROR(bench_size_interleaved(o, s, bytes, &row, &compressed)
+                             .with_context(std::to_string(bytes) + " bytes: "));
+      if (s.rank == 0) {
+        reporter.add_row(row);
+        for (const Row& r : compressed) reporter.add_row(r);
+      }
+      continue;
+    }
     TG_RETURN_IF_ERROR(
         bench_one_size(o, s, bytes, &row).with_context(std::to_string(bytes) + " bytes: "));
     if (s.rank == 0) reporter.add_row(row);

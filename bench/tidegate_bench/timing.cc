@@ -11,15 +11,37 @@ Status from_tidegate(tidegate_status_t code, const char* what) {
   return Status(code, std::string(what) + ": " + tidegate_last_error());
 }
 
+namespace {
+
+// One iteration of `loop`: prepared and started after its barrier, the operation timed.
+Status time_once(const TimedLoop& loop, double* seconds) {
+  if (loop.prepare) loop.prepare();
+  TG_RETURN_IF_ERROR(loop.barrier());
+  const auto start = std::chrono::steady_clock::now();
+  TG_RETURN_IF_ERROR(loop.operation());
+  const auto stop = std::chrono::steady_clock::now();
+  *seconds = std::chrono::duration<double>(stop - start).count();
+  return Status::ok();
+}
+
+}  // namespace
+
 Status run_timed(const TimedLoop& loop, int warmup, int iters, std::vector<double>* seconds) {
-  seconds->clear();
+  std::vector<std::vector<double>> each;
+  TG_RETURN_IF_ERROR(run_timed_interleaved({&loop}, warmup, iters, &each));
+  *seconds = std::move(each.front());
+  return Status::ok();
+}
+
+Status run_timed_interleaved(const std::vector<const TimedLoop*>& loops, int warmup, int iters,
+                             std::vector<std::vector<double>>* seconds) {
+  seconds->assign(loops.size(), {});
   for (int i = 0; i < warmup + iters; ++i) {
-    if (loop.prepare) loop.prepare();
-    TG_RETURN_IF_ERROR(loop.barrier());
-    const auto start = std::chrono::steady_clock::now();
-    TG_RETURN_IF_ERROR(loop.operation());
-    const auto stop = std::chrono::steady_clock::now();
-    if (i >= warmup) seconds->push_back(std::chrono::duration<double>(stop - start).count());
+    for (size_t k = 0; k < loops.size(); ++k) {
+      double s = 0;
+      TG_RETURN_IF_ERROR(time_once(*loops[k], &s));
+      if (i >= warmup) (*seconds)[k].push_back(s);
+    }
   }
   return Status::ok();
 }

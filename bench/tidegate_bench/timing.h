@@ -24,6 +24,15 @@ struct TimedLoop {
 // each timed iteration.
 Status run_timed(const TimedLoop& loop, int warmup, int iters, std::vector<double>* seconds);
 
+// The same for several loops in turns: iteration i of every loop (each after its own barrier)
+// before iteration i + 1 of any, warm-up included; (*seconds)[k] holds loop k's timed
+// iterations. A slow phase of a shared machine (other processes, a rank descheduled for a
+// while) then falls on every loop alike instead of on whichever loop ran during it, which
+// matters when the loops are compared with each other: on the emulated 4-rank cluster two
+// rows of the same 4 KiB allreduce, timed one after the other, differed by up to 2x.
+Status run_timed_interleaved(const std::vector<const TimedLoop*>& loops, int warmup, int iters,
+                             std::vector<std::vector<double>>* seconds);
+
 // Every rank passes its per-iteration times; every rank gets the median over iterations of
 // the per-iteration maximum across ranks (one tidegate allreduce of the vector).
 Status slowest_rank_median(tidegate_comm_t comm, std::vector<double> seconds, double* median);

@@ -216,6 +216,30 @@ TEST(BenchUnderTidegateRun, TransportFromTheEnvironmentIsHonoured) {
   EXPECT_EQ(json_field(rows[0], "algo").substr(0, 4), "tcp/");
 }
 
+// --interleave 1: a size's dense and codec rows timed in turns; every row still checked and
+// correct, the codec rows after their dense row, a pick named for auto.
+TEST(BenchUnderTidegateRun, InterleavedRowsAreCheckedAndCorrect) {
+  TempPath json;
+  ProcessResult r = run_process({TIDEGATE_RUN_PATH, "-n", "3", "--", TIDEGATE_BENCH_PATH, "-b",
+                                 "4K", "-e", "64K", "-f", "16", "-n", "2", "-w", "1", "-c", "1",
+                                 "--interleave", "1", "--codec", "auto,topk:ratio=0.01",
+                                 "--allowed", "topk:ratio=0.01", "--json", json.path()},
+                                seconds(240));
+  ASSERT_FALSE(r.timed_out) << r.out << r.err;
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  const std::vector<std::string> rows = read_lines(json.path());
+  ASSERT_EQ(rows.size(), 6u) << "2 sizes x (dense, auto, topk)";
+  for (size_t i = 0; i < rows.size(); ++i) {
+    SCOPED_TRACE(rows[i]);
+    EXPECT_EQ(json_field(rows[i], "wrong"), "0");
+    EXPECT_EQ(json_field(rows[i], "bytes"), i < 3 ? "4096" : "65536");
+    EXPECT_FALSE(json_field(rows[i], "time_us").empty());
+  }
+  EXPECT_EQ(json_field(rows[1], "codec"), "auto");
+  EXPECT_EQ(json_field(rows[1], "algo").rfind("auto=", 0), 0u);
+  EXPECT_EQ(json_field(rows[2], "codec"), "topk:ratio=0.01");
+}
+
 TEST(BenchOptions, BadFlagIsExit2WithUsage) {
   ProcessResult r = run_process({TIDEGATE_BENCH_PATH, "-d", "complex"});
   EXPECT_EQ(r.exit_code, 2);
@@ -237,6 +261,31 @@ TEST_P(BenchUnderMpirun, EveryRowIsCorrectAndHasTheBaseline) {
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
   EXPECT_NE(r.out.find("vs_mpi"), std::string::npos) << r.out;
   expect_clean_rows(json.path(), GetParam(), true);
+}
+
+// The same under mpirun with the MPI baseline timed in the turns: every row has it.
+TEST(BenchUnderMpirunInterleaved, RowsAreCorrectAndHaveTheBaseline) {
+  TempPath json;
+  std::vector<std::string> argv = {TIDEGATE_MPIEXEC_PATH, "--allow-run-as-root", "-np", "3",
+                                   "--oversubscribe",     "--bind-to",           "none",
+                                   TIDEGATE_BENCH_PATH,   "-b",                  "4K",
+                                   "-e",                  "64K",                 "-f",
+                                   "16",                  "-n",                  "2",
+                                   "-w",                  "1",                   "-I",
+                                   "0",                   "--interleave",        "1",
+                                   "--codec",             "fp16",                "--baseline",
+                                   "mpi",                 "--json",              json.path()};
+  ProcessResult r = run_process(argv, seconds(240),
+                                {"OMPI_ALLOW_RUN_AS_ROOT=1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1"});
+  ASSERT_FALSE(r.timed_out) << r.out << r.err;
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  const std::vector<std::string> rows = read_lines(json.path());
+  ASSERT_EQ(rows.size(), 4u) << "2 sizes x (dense, fp16)";
+  for (const std::string& row : rows) {
+    SCOPED_TRACE(row);
+    EXPECT_EQ(json_field(row, "wrong"), "0");
+    EXPECT_FALSE(json_field(row, "baseline_time_us").empty());
+  }
 }
 
 const BenchRun kMpiRuns[] = {
