@@ -226,16 +226,9 @@ Status bench_codec(const BenchOptions& o, const Session& s, int64_t bytes, size_
   return Status::ok();
 }
 
-Status bench_one_size(const BenchOptions& o, const Session& s, int64_t bytes, Row* row) {
-  BenchCase c(o.collective, o.dtype, o.op, o.root, s.rank, s.size, bytes);
-  c.fill();
-  row->bytes = c.bytes();
-  row->count = c.count();
-  row->algo = planned_algorithm(s.comm, c);
-  TG_RETURN_IF_ERROR(time_tidegate(o, s, c, false, &row->out_of_place));
-  // Online re-planning may have moved the choice while timing: show both.
-  const std::string after = planned_algorithm(s.comm, c);
-  if (after != row->algo) row->algo += "->" + after;
+// The rows a size adds beside its own: every forced choice (--compare-choices) and the
+// in-place variant (-I 1), each timed row after row.
+Status time_choices_and_in_place(const BenchOptions& o, const Session& s, BenchCase& c, Row* row) {
   if (o.compare_choices) {
     for (const std::string& choice : forced_choices(s.comm, c, o.choices)) {
       Measurement m;
@@ -246,6 +239,20 @@ Status bench_one_size(const BenchOptions& o, const Session& s, int64_t bytes, Ro
   if (o.in_place && traits(o.collective).has_in_place) {
     TG_RETURN_IF_ERROR(time_tidegate(o, s, c, true, &row->in_place));
   }
+  return Status::ok();
+}
+
+Status bench_one_size(const BenchOptions& o, const Session& s, int64_t bytes, Row* row) {
+  BenchCase c(o.collective, o.dtype, o.op, o.root, s.rank, s.size, bytes);
+  c.fill();
+  row->bytes = c.bytes();
+  row->count = c.count();
+  row->algo = planned_algorithm(s.comm, c);
+  TG_RETURN_IF_ERROR(time_tidegate(o, s, c, false, &row->out_of_place));
+  // Online re-planning may have moved the choice while timing: show both.
+  const std::string after = planned_algorithm(s.comm, c);
+  if (after != row->algo) row->algo += "->" + after;
+  TG_RETURN_IF_ERROR(time_choices_and_in_place(o, s, c, row));
   if (o.baseline_mpi) {
     if (mpi::supports(c, &row->baseline_note))
       TG_RETURN_IF_ERROR(time_mpi(o, s, c, &row->baseline));
@@ -292,16 +299,7 @@ Status bench_size_interleaved(const BenchOptions& o, const Session& s, int64_t b
   int64_t wrong = -1;
   if (o.check) TG_RETURN_IF_ERROR(global_wrong(s, c, &wrong));
   row->out_of_place = measure(c.bytes(), median, busbw_factor(c.collective(), s.size), wrong);
-  if (o.compare_choices) {
-    for (const std::string& choice : forced_choices(s.comm, c, o.choices)) {
-      Measurement m;
-      TG_RETURN_IF_ERROR(time_choice(o, s, c, choice, &m));
-      row->choices.emplace_back(choice, m);
-    }
-  }
-  if (o.in_place && traits(o.collective).has_in_place) {
-    TG_RETURN_IF_ERROR(time_tidegate(o, s, c, true, &row->in_place));
-  }
+  TG_RETURN_IF_ERROR(time_choices_and_in_place(o, s, c, row));
   for (CodecRow& r : codecs) {
     TG_RETURN_IF_ERROR(
         finish_codec(o, s, *row, std::move(seconds[k++]), &r).with_context(r.row.codec + ": "));

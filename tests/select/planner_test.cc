@@ -217,6 +217,28 @@ TEST(Planner, TrialThatMeasuredWorseIsDropped) {
   EXPECT_EQ(now.choice_index, first.choice_index);
 }
 
+// A 64 MiB allreduce with codec "auto" and `allow_list`: the planner's first (compressed) pick
+// and a copy of the codec plan with the entry the op falls in (at least two choices).
+struct AutoCase {
+  CollectiveArgs args = allreduce(int64_t{1} << 24);
+  PlanDecision first;
+  CodecPlan plan;
+  const CodecPlanEntry* entry = nullptr;
+
+  void start(World& w, const std::string& allow_list) {
+    std::vector<std::shared_ptr<const Codec>> allowed;
+    ASSERT_TRUE(parse_allow_list(allow_list, "test", &allowed).is_ok());
+    args.compression.auto_codec = true;
+    args.compression.allowed = allowed;
+    ASSERT_TRUE(w.planner->choose_auto(args, &first).is_ok());
+    ASSERT_NE(first.codec, nullptr);
+    ASSERT_TRUE(w.planner->codec_plan(allowed, &plan).is_ok());
+    entry = plan.find(plan_bytes(args));
+    ASSERT_NE(entry, nullptr);
+    ASSERT_GE(entry->ranked.size(), 2u);
+  }
+};
+
 // Codec "auto" re-plans as the dense plan does: a codec measured slower than predicted by more
 // than the margin makes the plan try an untried codec only when that codec's own prediction
 // undercuts what the current one measured (a shared slowdown says nothing for the other).
@@ -224,20 +246,13 @@ TEST(Planner, TrialThatMeasuredWorseIsDropped) {
 // scatter-reduce-allgather and the runner-up is another codec.
 TEST(Planner, AnAutoCodecTrialNeedsAPredictionBelowWhatThePickMeasured) {
   World w(false, {}, 0.125, {{"qsgd", 4.0, 0.6}, {"fp16", 1.0, 1.0}});
-  std::vector<std::shared_ptr<const Codec>> allowed;
-  ASSERT_TRUE(parse_allow_list("fp16,qsgd:bits=4", "test", &allowed).is_ok());
-  CollectiveArgs a = allreduce(int64_t{1} << 24);
-  a.compression.auto_codec = true;
-  a.compression.allowed = allowed;
-  PlanDecision first;
-  ASSERT_TRUE(w.planner->choose_auto(a, &first).is_ok());
-  ASSERT_NE(first.codec, nullptr);
+  AutoCase c;
+  ASSERT_NO_FATAL_FAILURE(c.start(w, "fp16,qsgd:bits=4"));
+  const CollectiveArgs& a = c.args;
+  const PlanDecision& first = c.first;
+  const CodecPlan& plan = c.plan;
+  const CodecPlanEntry* entry = c.entry;
   ASSERT_EQ(first.codec->spec().rfind("qsgd", 0), 0u) << first.codec->spec();
-  CodecPlan plan;
-  ASSERT_TRUE(w.planner->codec_plan(allowed, &plan).is_ok());
-  const CodecPlanEntry* entry = plan.find(plan_bytes(a));
-  ASSERT_NE(entry, nullptr);
-  ASSERT_GE(entry->ranked.size(), 2u);
   ASSERT_FALSE(entry->ranked[1].dense()) << plan.to_table();
   ASSERT_EQ(entry->ranked[1].codec->spec(), "fp16") << plan.to_table();
   // Re-planning compares at the entry's representative size: what the pick measured there is
@@ -271,20 +286,13 @@ TEST(Planner, AnAutoCodecTrialNeedsAPredictionBelowWhatThePickMeasured) {
 // priced unscaled, it would have been tried.
 TEST(Planner, AnAutoCodecTrialScalesTheSameCodecsOtherAlgorithmByWhatThePickMeasured) {
   World w(false, {}, 0.125);
-  std::vector<std::shared_ptr<const Codec>> allowed;
-  ASSERT_TRUE(parse_allow_list("topk:ratio=0.01", "test", &allowed).is_ok());
-  CollectiveArgs a = allreduce(int64_t{1} << 24);
-  a.compression.auto_codec = true;
-  a.compression.allowed = allowed;
-  PlanDecision first;
-  ASSERT_TRUE(w.planner->choose_auto(a, &first).is_ok());
-  ASSERT_NE(first.codec, nullptr);
+  AutoCase c;
+  ASSERT_NO_FATAL_FAILURE(c.start(w, "topk:ratio=0.01"));
+  const CollectiveArgs& a = c.args;
+  const PlanDecision& first = c.first;
+  const CodecPlan& plan = c.plan;
+  const CodecPlanEntry* entry = c.entry;
   ASSERT_EQ(first.algorithm_name(), "allgather");
-  CodecPlan plan;
-  ASSERT_TRUE(w.planner->codec_plan(allowed, &plan).is_ok());
-  const CodecPlanEntry* entry = plan.find(plan_bytes(a));
-  ASSERT_NE(entry, nullptr);
-  ASSERT_GE(entry->ranked.size(), 2u);
   ASSERT_FALSE(entry->ranked[1].dense()) << plan.to_table();
   ASSERT_STREQ(entry->ranked[1].algorithm->name, "sparse_reduce_scatter");
   const double picked = plan.cost(entry->ranked[0], plan_bytes(a));
