@@ -248,36 +248,32 @@ TEST(Planner, AnAutoCodecTrialNeedsAPredictionBelowWhatThePickMeasured) {
   World w(false, {}, 0.125, {{"qsgd", 4.0, 0.6}, {"fp16", 1.0, 1.0}});
   AutoCase c;
   ASSERT_NO_FATAL_FAILURE(c.start(w, "fp16,qsgd:bits=4"));
-  const CollectiveArgs& a = c.args;
-  const PlanDecision& first = c.first;
-  const CodecPlan& plan = c.plan;
-  const CodecPlanEntry* entry = c.entry;
-  ASSERT_EQ(first.codec->spec().rfind("qsgd", 0), 0u) << first.codec->spec();
-  ASSERT_FALSE(entry->ranked[1].dense()) << plan.to_table();
-  ASSERT_EQ(entry->ranked[1].codec->spec(), "fp16") << plan.to_table();
+  ASSERT_EQ(c.first.codec->spec().rfind("qsgd", 0), 0u) << c.first.codec->spec();
+  ASSERT_FALSE(c.entry->ranked[1].dense()) << c.plan.to_table();
+  ASSERT_EQ(c.entry->ranked[1].codec->spec(), "fp16") << c.plan.to_table();
   // Re-planning compares at the entry's representative size: what the pick measured there is
   // its prediction there times the measured/predicted ratio fed below.
-  const double picked = plan.cost(entry->ranked[0], plan_bytes(a));
-  const double entry_picked = entry->ranked[0].predicted_us;
-  const double second = entry->ranked[1].predicted_us;
-  ASSERT_GT(second, 1.6 * entry_picked) << plan.to_table();
+  const double picked = c.plan.cost(c.entry->ranked[0], plan_bytes(c.args));
+  const double entry_picked = c.entry->ranked[0].predicted_us;
+  const double second = c.entry->ranked[1].predicted_us;
+  ASSERT_GT(second, 1.6 * entry_picked) << c.plan.to_table();
   // 1.5x its prediction: off by more than the margin, yet fp16 is predicted slower than that.
-  EXPECT_FALSE(feed_round(*w.planner, a, first, picked, 1.5, 10));
+  EXPECT_FALSE(feed_round(*w.planner, c.args, c.first, picked, 1.5, 10));
   PlanDecision now;
-  ASSERT_TRUE(w.planner->choose_auto(a, &now).is_ok());
-  EXPECT_EQ(now.codec_choice, first.codec_choice);
+  ASSERT_TRUE(w.planner->choose_auto(c.args, &now).is_ok());
+  EXPECT_EQ(now.codec_choice, c.first.codec_choice);
   EXPECT_EQ(w.planner->replans(), 0);
   // Then measured slower than fp16's price yet faster than dense's (a pick slower than dense
   // goes straight back to dense): fp16 is tried. The agreed ratio is the geometric mean of
   // both rounds' ops: sqrt(1.5 x f).
-  ASSERT_EQ(entry->ranked.size(), 3u);
-  ASSERT_TRUE(entry->ranked[2].dense()) << plan.to_table();
-  const double dense = entry->ranked[2].predicted_us;
-  ASSERT_LT(second, dense) << plan.to_table();
+  ASSERT_EQ(c.entry->ranked.size(), 3u);
+  ASSERT_TRUE(c.entry->ranked[2].dense()) << c.plan.to_table();
+  const double dense = c.entry->ranked[2].predicted_us;
+  ASSERT_LT(second, dense) << c.plan.to_table();
   const double agreed = (second + dense) / 2 / entry_picked;
-  EXPECT_TRUE(feed_round(*w.planner, a, first, picked, agreed * agreed / 1.5, 10));
-  ASSERT_TRUE(w.planner->choose_auto(a, &now).is_ok());
-  EXPECT_EQ(now.codec_choice, 1) << plan.to_table();
+  EXPECT_TRUE(feed_round(*w.planner, c.args, c.first, picked, agreed * agreed / 1.5, 10));
+  ASSERT_TRUE(w.planner->choose_auto(c.args, &now).is_ok());
+  EXPECT_EQ(now.codec_choice, 1) << c.plan.to_table();
 }
 
 // Another algorithm of the same codec shares the codec's figures, so a slowdown measured on the
@@ -288,23 +284,19 @@ TEST(Planner, AnAutoCodecTrialScalesTheSameCodecsOtherAlgorithmByWhatThePickMeas
   World w(false, {}, 0.125);
   AutoCase c;
   ASSERT_NO_FATAL_FAILURE(c.start(w, "topk:ratio=0.01"));
-  const CollectiveArgs& a = c.args;
-  const PlanDecision& first = c.first;
-  const CodecPlan& plan = c.plan;
-  const CodecPlanEntry* entry = c.entry;
-  ASSERT_EQ(first.algorithm_name(), "allgather");
-  ASSERT_FALSE(entry->ranked[1].dense()) << plan.to_table();
-  ASSERT_STREQ(entry->ranked[1].algorithm->name, "sparse_reduce_scatter");
-  const double picked = plan.cost(entry->ranked[0], plan_bytes(a));
+  ASSERT_EQ(c.first.algorithm_name(), "allgather");
+  ASSERT_FALSE(c.entry->ranked[1].dense()) << c.plan.to_table();
+  ASSERT_STREQ(c.entry->ranked[1].algorithm->name, "sparse_reduce_scatter");
+  const double picked = c.plan.cost(c.entry->ranked[0], plan_bytes(c.args));
   const double factor = 1.5;
   // The case the rule is for: unscaled, the other algorithm undercuts the measurement (both at
   // the entry's representative size, as re-planning compares them).
-  const double entry_picked = entry->ranked[0].predicted_us;
-  ASSERT_LT(entry->ranked[1].predicted_us, factor * entry_picked) << plan.to_table();
-  ASSERT_GT(entry->ranked[1].predicted_us, entry_picked) << plan.to_table();
-  EXPECT_FALSE(feed_round(*w.planner, a, first, picked, factor, 10));
+  const double entry_picked = c.entry->ranked[0].predicted_us;
+  ASSERT_LT(c.entry->ranked[1].predicted_us, factor * entry_picked) << c.plan.to_table();
+  ASSERT_GT(c.entry->ranked[1].predicted_us, entry_picked) << c.plan.to_table();
+  EXPECT_FALSE(feed_round(*w.planner, c.args, c.first, picked, factor, 10));
   PlanDecision now;
-  ASSERT_TRUE(w.planner->choose_auto(a, &now).is_ok());
+  ASSERT_TRUE(w.planner->choose_auto(c.args, &now).is_ok());
   EXPECT_EQ(now.algorithm_name(), "allgather");
   EXPECT_EQ(w.planner->replans(), 0);
 }
