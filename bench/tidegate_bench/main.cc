@@ -275,7 +275,9 @@ Status bench_size_interleaved(const BenchOptions& o, const Session& s, int64_t b
   const bool with_mpi = o.baseline_mpi && mpi::supports(c, &row->baseline_note);
   mpi_loop.barrier = dense.barrier = start_barrier(o, s);
   mpi_loop.operation = [&c] { return mpi::run(c); };
-  dense.operation = [&] { return from_tidegate(c.run(s.comm, false), traits(c.collective()).name); };
+  dense.operation = [&] {
+    return from_tidegate(c.run(s.comm, false), traits(c.collective()).name);
+  };
   std::vector<CodecRow> codecs(o.codecs.size());
   std::vector<const TimedLoop*> loops;
   if (with_mpi) loops.push_back(&mpi_loop);

@@ -186,7 +186,8 @@ Status compensate_into(const CompressedOp& op, const float* residual, float* nex
 // Top-k with its threshold reused (every step but each TopKCodec::kReuseSteps-th): the
 // compensation and the selection in one read of input and residual
 // (TopKCodec::encode_sum_reusing_threshold) instead of a compensation pass, a selection pass over
-// its result and a decode_subtract of the payload. *fused is false when it does not apply (the caller then takes the general path).
+// its result and a decode_subtract of the payload. *fused is false when it does not apply (the
+// caller then takes the general path).
 Status encode_topk_sum(const CompressedOp& op, const float* residual, float* next,
                        PooledBuffer* payload, bool* fused) {
   *fused = false;
