@@ -216,36 +216,41 @@ TEST(BenchUnderTidegateRun, TransportFromTheEnvironmentIsHonoured) {
   EXPECT_EQ(json_field(rows[0], "algo").substr(0, 4), "tcp/");
 }
 
+// tidegate-bench timing 4 KiB and 64 KiB in turns with the --codec rows `codecs`, checked,
+// rows written to `json`.
+std::vector<std::string> interleaved_bench_args(const std::string& codecs,
+                                                const std::string& json) {
+  return {TIDEGATE_BENCH_PATH,
+          "-b",
+          "4K",
+          "-e",
+          "64K",
+          "-f",
+          "16",
+          "-n",
+          "2",
+          "-w",
+          "1",
+          "-c",
+          "1",
+          "--interleave",
+          "1",
+          "--codec",
+          codecs,
+          "--json",
+          json};
+}
+
 // --interleave 1: a size's dense and codec rows timed in turns; every row still checked and
 // correct, the codec rows after their dense row, a pick named for auto.
 TEST(BenchUnderTidegateRun, InterleavedRowsAreCheckedAndCorrect) {
   TempPath json;
-  ProcessResult r = run_process({TIDEGATE_RUN_PATH,
-                                 "-n",
-                                 "3",
-                                 "--",
-                                 TIDEGATE_BENCH_PATH,
-                                 "-b",
-                                 "4K",
-                                 "-e",
-                                 "64K",
-                                 "-f",
-                                 "16",
-                                 "-n",
-                                 "2",
-                                 "-w",
-                                 "1",
-                                 "-c",
-                                 "1",
-                                 "--interleave",
-                                 "1",
-                                 "--codec",
-                                 "auto,topk:ratio=0.01",
-                                 "--allowed",
-                                 "topk:ratio=0.01",
-                                 "--json",
-                                 json.path()},
-                                seconds(240));
+  std::vector<std::string> argv = {TIDEGATE_RUN_PATH, "-n", "3", "--"};
+  for (const std::string& arg : interleaved_bench_args("auto,topk:ratio=0.01", json.path())) {
+    argv.push_back(arg);
+  }
+  argv.insert(argv.end(), {"--allowed", "topk:ratio=0.01"});
+  ProcessResult r = run_process(argv, seconds(240));
   ASSERT_FALSE(r.timed_out) << r.out << r.err;
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
   const std::vector<std::string> rows = read_lines(json.path());
@@ -287,34 +292,10 @@ TEST_P(BenchUnderMpirun, EveryRowIsCorrectAndHasTheBaseline) {
 // The same under mpirun with the MPI baseline timed in the turns: every row has it.
 TEST(BenchUnderMpirunInterleaved, RowsAreCorrectAndHaveTheBaseline) {
   TempPath json;
-  std::vector<std::string> argv = {TIDEGATE_MPIEXEC_PATH,
-                                   "--allow-run-as-root",
-                                   "-np",
-                                   "3",
-                                   "--oversubscribe",
-                                   "--bind-to",
-                                   "none",
-                                   TIDEGATE_BENCH_PATH,
-                                   "-b",
-                                   "4K",
-                                   "-e",
-                                   "64K",
-                                   "-f",
-                                   "16",
-                                   "-n",
-                                   "2",
-                                   "-w",
-                                   "1",
-                                   "-I",
-                                   "0",
-                                   "--interleave",
-                                   "1",
-                                   "--codec",
-                                   "fp16",
-                                   "--baseline",
-                                   "mpi",
-                                   "--json",
-                                   json.path()};
+  std::vector<std::string> argv = {TIDEGATE_MPIEXEC_PATH, "--allow-run-as-root", "-np", "3",
+                                   "--oversubscribe",     "--bind-to",           "none"};
+  for (const std::string& arg : interleaved_bench_args("fp16", json.path())) argv.push_back(arg);
+  argv.insert(argv.end(), {"-I", "0", "--baseline", "mpi"});
   ProcessResult r = run_process(argv, seconds(240),
                                 {"OMPI_ALLOW_RUN_AS_ROOT=1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1"});
   ASSERT_FALSE(r.timed_out) << r.out << r.err;
